@@ -1,0 +1,14 @@
+"""tdshap: find the training instances that hurt a model, fast.
+
+Thresholding Data Shapley (TDShap): data Shapley values estimated by a
+thresholding multi-armed bandit, its baselines, and the validation-driven
+cleansing protocol.
+"""
+
+from tdshap.cleansing import CleansingResult, cleanse
+from tdshap.methods import TDShap
+from tdshap.result import ValuationResult
+from tdshap.utility import Utility
+
+__all__ = ["CleansingResult", "TDShap", "Utility", "ValuationResult", "cleanse"]
+__version__ = "0.1.0"

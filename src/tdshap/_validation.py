@@ -1,0 +1,100 @@
+"""Input checks that fail early with a message naming the problem and the fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def as_features(X: Any, name: str) -> np.ndarray:
+    """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
+    if isinstance(X, pd.DataFrame):
+        bad = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+        if bad:
+            raise ValueError(
+                f"{name} has non-numeric columns {bad[:5]}: encode them first "
+                "(e.g. sklearn.preprocessing.OneHotEncoder or pandas.get_dummies)."
+            )
+        X = X.to_numpy(dtype=float)
+    arr = np.asarray(X)
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        try:
+            arr = arr.astype(float)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name} must be numeric; it holds non-numeric values. Encode categorical "
+                "columns first (e.g. sklearn.preprocessing.OneHotEncoder)."
+            ) from None
+    elif arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}.")
+    if arr.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D (rows x features), got a 1-D array; "
+            "use X.reshape(-1, 1) for a single feature."
+        )
+    if arr.ndim < 2:
+        raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim}-D.")
+    arr = arr.astype(float, copy=False) if arr.dtype.kind != "f" else arr
+    if not np.isfinite(arr).all():
+        rows, cols = np.nonzero(~np.isfinite(arr.reshape(len(arr), -1)))
+        raise ValueError(
+            f"{name} contains NaN or infinite values (first at row {rows[0]}, column {cols[0]}); "
+            "impute or drop them first (e.g. sklearn.impute.SimpleImputer)."
+        )
+    return arr
+
+
+def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
+    """``y`` as a 1-D array with ``n_rows`` entries and no NaN."""
+    arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series | pd.DataFrame) else y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with one target per row, got shape {arr.shape}.")
+    if len(arr) != n_rows:
+        raise ValueError(
+            f"{x_name} has {n_rows} rows but {name} has {len(arr)}: they must have the same length."
+        )
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
+    if arr.dtype == object and pd.isna(arr).any():
+        raise ValueError(f"{name} contains missing values; drop those rows first.")
+    return arr
+
+
+def check_data(
+    X: Any, y: Any, X_val: Any, y_val: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a training and a validation set; return numpy arrays."""
+    Xa = as_features(X, "X")
+    ya = as_target(y, "y", len(Xa), "X")
+    if len(Xa) == 0:
+        raise ValueError("X is empty: the training set needs at least one row.")
+    Xv = as_features(X_val, "X_val")
+    yv = as_target(y_val, "y_val", len(Xv), "X_val")
+    if len(Xv) == 0:
+        raise ValueError(
+            "X_val is empty: the validation set needs at least one row to score models on."
+        )
+    if Xa.shape[1:] != Xv.shape[1:]:
+        raise ValueError(
+            f"X has {Xa.shape[1:]} features per row but X_val has {Xv.shape[1:]}: "
+            "they must match."
+        )
+    return Xa, ya, Xv, yv
+
+
+def check_number(value: Any, name: str, *, low: float | None = None, integer: bool = False,
+                 hint: str = "") -> None:
+    """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low``."""
+    ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+    if ok and integer:
+        ok = float(value).is_integer()
+    if ok:
+        ok = np.isfinite(value) and (low is None or value >= low)
+    if not ok:
+        kind = "a whole number" if integer else "a number"
+        bound = f" >= {low}" if low is not None else ""
+        raise ValueError(f"{name}={value!r} must be {kind}{bound}.{(' ' + hint) if hint else ''}")

@@ -1,0 +1,120 @@
+"""What every valuation method shares: parameters, input checks, the utility, the result."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, is_classifier
+
+from tdshap._validation import check_data
+from tdshap.result import ValuationResult
+from tdshap.utility import SEED_MODES, Utility
+
+
+def seed_of(random_state: Any) -> int | None:
+    """The integer seed behind ``random_state`` when there is one (for the result)."""
+    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        return int(random_state)
+    return None
+
+
+def default_metric(estimator: Any) -> str:
+    """``accuracy`` for classifiers, ``neg_mae`` otherwise (used when ``metric=None``)."""
+    return "accuracy" if is_classifier(estimator) else "neg_mae"
+
+
+class BaseValuation(BaseEstimator):
+    """Base class: subclasses set ``algorithm`` and implement :meth:`_run`.
+
+    Parameters shared by all methods are ``estimator``, ``metric``,
+    ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see
+    :class:`tdshap.utility.Utility` for the first four.
+    """
+
+    algorithm = "base"
+
+    def _check_common(self) -> None:
+        if self.estimator is None or not hasattr(self.estimator, "fit"):
+            raise ValueError(
+                "estimator must be a scikit-learn style estimator with fit/predict, "
+                f"got {self.estimator!r}."
+            )
+        if self.on_error not in ("raise", "fallback"):
+            raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
+        if self.seed_mode not in SEED_MODES:
+            raise ValueError(f"seed_mode={self.seed_mode!r} must be one of {SEED_MODES}.")
+
+    def _prepare(
+        self, X: Any, y: Any, X_val: Any, y_val: Any
+    ) -> tuple[Utility, np.random.Generator]:
+        """Validate everything, then build the utility and the run's random generator."""
+        self._check_common()
+        Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
+        self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None
+        self._check_params(len(ya))
+        rng = np.random.default_rng(self.random_state)
+        utility = self._make_utility(Xa, ya, Xv, yv, int(rng.integers(2**32)))
+        return utility, rng
+
+    def _make_utility(
+        self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray, run_seed: int
+    ) -> Utility:
+        """The utility for this run; fast paths and parallel backends replace it."""
+        self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
+        return Utility(
+            self.estimator, self.metric_, X, y, X_val, y_val,
+            on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
+        )
+
+    def _check_params(self, n: int) -> None:
+        """Subclasses check their own hyperparameters against N."""
+
+    def _config(self) -> dict[str, Any]:
+        """The run's settings as JSON-able values (the estimator by its repr)."""
+        out: dict[str, Any] = {}
+        for k, v in self.get_params(deep=False).items():
+            if isinstance(v, str | int | float | bool) or v is None:
+                out[k] = v
+            else:
+                out[k] = repr(v)
+        return out
+
+    def _result(
+        self,
+        utility: Utility,
+        start: float,
+        *,
+        values: np.ndarray,
+        counts: np.ndarray,
+        variances: np.ndarray,
+        **kwargs: Any,
+    ) -> ValuationResult:
+        stats = utility.stats()
+        counted = ("n_fits", "n_evaluations", "fit_seconds")
+        extra = {k: v for k, v in stats.items() if k not in counted}
+        extra.update(kwargs.pop("extra", {}))
+        return ValuationResult(
+            algorithm=self.algorithm,
+            values=values,
+            counts=counts,
+            variances=variances,
+            n_fits=stats["n_fits"],
+            n_evaluations=stats["n_evaluations"],
+            wall_seconds=time.perf_counter() - start,
+            fit_seconds=stats["fit_seconds"],
+            seed=seed_of(self.random_state),
+            config=self._config(),
+            extra=extra,
+            index=self._index,
+            **kwargs,
+        )
+
+    def _publish(self, result: ValuationResult) -> None:
+        """Set the fitted attributes every method has."""
+        self.result_ = result
+        self.values_ = result.values
+        self.counts_ = result.counts
+        self.harmful_ = result.is_harmful

@@ -1,0 +1,174 @@
+"""Stopping criteria, composable with ``|`` (either) and ``&`` (both).
+
+Each criterion looks at a :class:`RunStatus` after every round and reports
+whether to stop and how far along it is (``completion``, for progress bars).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class RunStatus:
+    """What a criterion may look at: rounds done after initialisation, seconds, values."""
+
+    rounds: int
+    elapsed: float
+    values: np.ndarray
+
+
+class StoppingCriterion:
+    """Base class. Subclasses implement :meth:`check` and :meth:`completion`."""
+
+    def check(self, status: RunStatus) -> bool:
+        raise NotImplementedError
+
+    def completion(self, status: RunStatus) -> float:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Forget any history (called at the start of a run)."""
+
+    def __or__(self, other: StoppingCriterion) -> StoppingCriterion:
+        return _Either(self, other)
+
+    def __and__(self, other: StoppingCriterion) -> StoppingCriterion:
+        return _Both(self, other)
+
+    def fired(self, status: RunStatus) -> list[str]:
+        """Names of the leaf criteria that are met now (for the result)."""
+        return [repr(self)] if self.check(status) else []
+
+
+class MaxIterations(StoppingCriterion):
+    """Stop after ``n`` rounds (block evaluations after initialisation)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def check(self, status: RunStatus) -> bool:
+        return status.rounds >= self.n
+
+    def completion(self, status: RunStatus) -> float:
+        return 1.0 if self.n <= 0 else min(1.0, status.rounds / self.n)
+
+    def __repr__(self) -> str:
+        return f"MaxIterations({self.n})"
+
+
+class TimeBudget(StoppingCriterion):
+    """Stop once ``seconds`` of wall time have passed (checked between rounds)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+
+    def check(self, status: RunStatus) -> bool:
+        return status.elapsed >= self.seconds
+
+    def completion(self, status: RunStatus) -> float:
+        return min(1.0, status.elapsed / self.seconds) if self.seconds > 0 else 1.0
+
+    def __repr__(self) -> str:
+        return f"TimeBudget({self.seconds:g})"
+
+
+class Convergence(StoppingCriterion):
+    """Stop when no value moved by more than ``tol`` over the last ``window`` rounds."""
+
+    def __init__(self, tol: float, window: int = 10) -> None:
+        self.tol = float(tol)
+        self.window = int(window)
+        self._history: deque[np.ndarray] = deque(maxlen=self.window + 1)
+        self._last_change = np.inf
+
+    def reset(self) -> None:
+        self._history.clear()
+        self._last_change = np.inf
+
+    def check(self, status: RunStatus) -> bool:
+        if not self._history or self._history[-1] is not status.values:
+            self._history.append(status.values.copy())
+        if len(self._history) <= self.window:
+            return False
+        self._last_change = float(np.max(np.abs(self._history[-1] - self._history[0])))
+        return self._last_change < self.tol
+
+    def completion(self, status: RunStatus) -> float:
+        if not np.isfinite(self._last_change) or self._last_change <= 0:
+            return 0.0 if not np.isfinite(self._last_change) else 1.0
+        return float(min(1.0, self.tol / self._last_change))
+
+    def __repr__(self) -> str:
+        return f"Convergence(tol={self.tol:g}, window={self.window})"
+
+
+class _Either(StoppingCriterion):
+    def __init__(self, a: StoppingCriterion, b: StoppingCriterion) -> None:
+        self.a, self.b = a, b
+
+    def check(self, status: RunStatus) -> bool:
+        # both are evaluated so that stateful criteria see every round
+        first, second = self.a.check(status), self.b.check(status)
+        return first or second
+
+    def completion(self, status: RunStatus) -> float:
+        return max(self.a.completion(status), self.b.completion(status))
+
+    def reset(self) -> None:
+        self.a.reset()
+        self.b.reset()
+
+    def fired(self, status: RunStatus) -> list[str]:
+        return self.a.fired(status) + self.b.fired(status)
+
+    def __repr__(self) -> str:
+        return f"({self.a!r} | {self.b!r})"
+
+
+class _Both(_Either):
+    def check(self, status: RunStatus) -> bool:
+        first, second = self.a.check(status), self.b.check(status)
+        return first and second
+
+    def completion(self, status: RunStatus) -> float:
+        return min(self.a.completion(status), self.b.completion(status))
+
+    def fired(self, status: RunStatus) -> list[str]:
+        fired = self.a.fired(status) + self.b.fired(status)
+        return fired if self.check(status) else []
+
+    def __repr__(self) -> str:
+        return f"({self.a!r} & {self.b!r})"
+
+
+def build_stopping(
+    max_iter: int | None, time_budget: float | None, tol: float | None, window: int = 10
+) -> StoppingCriterion:
+    """The criterion that stops at whichever of the given limits comes first."""
+    parts: list[StoppingCriterion] = []
+    if max_iter is not None:
+        if int(max_iter) != max_iter or max_iter < 0:
+            raise ValueError(f"max_iter={max_iter!r} must be a whole number >= 0 or None.")
+        parts.append(MaxIterations(int(max_iter)))
+    if time_budget is not None:
+        if not time_budget > 0:
+            raise ValueError(f"time_budget={time_budget!r} must be > 0 seconds or None.")
+        parts.append(TimeBudget(time_budget))
+    if tol is not None:
+        if not tol > 0:
+            raise ValueError(f"tol={tol!r} must be > 0 or None.")
+        if window < 1:
+            raise ValueError(f"window={window!r} must be >= 1.")
+        parts.append(Convergence(tol, window))
+    if not parts:
+        raise ValueError(
+            "No stopping criterion: set at least one of max_iter, time_budget or tol."
+        )
+    crit = parts[0]
+    for p in parts[1:]:
+        crit = crit | p
+    return crit

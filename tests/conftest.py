@@ -1,0 +1,12 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def breast_cancer_small():
+    from tdshap.datasets import breast_cancer
+
+    return breast_cancer(seed=0, sizes=(60, 60, 100))

@@ -1,0 +1,107 @@
+"""ValuationResult persistence, the cleansing protocol, and the demo command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import TDShap, ValuationResult, cleanse
+from tdshap.cleansing import removal_grid
+from tdshap.cli import main
+
+
+def _result() -> ValuationResult:
+    return ValuationResult(
+        algorithm="tdshap", values=np.array([0.3, -0.2, np.nan, 0.0]),
+        counts=np.array([3, 5, 0, 1]), variances=np.array([0.01, 0.04, np.nan, np.nan]),
+        harmful=np.array([False, True, False, True]), threshold=-0.01, n_fits=42,
+        seed=3, config={"k": 2}, guarantee={"pulls": 9}, extra={"note": "x"},
+        index=np.array(["a", "b", "c", "d"]),
+    )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_result_round_trips_without_pickle(tmp_path, suffix):
+    r = _result()
+    path = r.save(tmp_path / f"r{suffix}")
+    back = ValuationResult.load(path)
+    np.testing.assert_array_equal(back.values, r.values)
+    np.testing.assert_array_equal(back.counts, r.counts)
+    np.testing.assert_array_equal(back.variances, r.variances)
+    np.testing.assert_array_equal(back.harmful, r.harmful)
+    assert list(back.index) == ["a", "b", "c", "d"]
+    assert (back.algorithm, back.n_fits, back.seed, back.config) == ("tdshap", 42, 3, {"k": 2})
+    if suffix == ".json":
+        data = json.loads(path.read_text())  # strict JSON: NaN became null
+        assert data["format_version"] == 1 and data["values"][2] is None
+
+
+def test_loading_a_future_format_is_refused(tmp_path):
+    data = _result().to_dict()
+    data["format_version"] = 99
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="version 99"):
+        ValuationResult.load(p)
+
+
+def test_dataframe_has_intervals_around_values():
+    frame = _result().to_dataframe()
+    assert list(frame.index) == ["a", "b", "c", "d"]
+    ok = frame.n_pulls >= 2
+    assert (frame.ci_low[ok] < frame.value[ok]).all()
+    assert (frame.value[ok] < frame.ci_high[ok]).all()
+    assert frame.ci_low[~ok].isna().all()
+
+
+def test_removal_grid():
+    assert removal_grid(150, None, 0.5).tolist() == list(range(0, 76, 2))
+    assert removal_grid(10, 3, 0.9).tolist() == [0, 3, 6, 9]
+    with pytest.raises(ValueError, match="max_fraction"):
+        removal_grid(10, 1, 1.0)
+
+
+def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_cancer_small):
+    d = breast_cancer_small
+    values = np.arange(60, dtype=float)  # row 0 is "most harmful"
+    est = DecisionTreeClassifier(max_depth=3)
+    c = cleanse(values, est, *d.train, *d.val, *d.test, step=5, max_fraction=0.5)
+    assert c.grid.tolist() == list(range(0, 31, 5))
+    best = int(np.argmax(c.val_scores))
+    assert c.n_remove == c.grid[best]
+    assert c.removed.tolist() == list(range(c.n_remove))
+    assert c.cleaned_val == c.val_scores.max() and c.baseline_val == c.val_scores[0]
+    assert c.test_scores is not None and c.cleaned_test == c.test_scores[best]
+
+
+def test_tdshap_finds_flipped_labels(tmp_path):
+    from tdshap.datasets import breast_cancer
+
+    d = breast_cancer(seed=4, sizes=(120, 150, 200))
+    rng = np.random.default_rng(0)
+    flipped = rng.choice(120, 18, replace=False)
+    y = d.y_train.copy()
+    y[flipped] = 1 - y[flipped]
+    est = DecisionTreeClassifier(max_depth=5, min_samples_leaf=2)
+    m = TDShap(est, "accuracy", n_min=60, k=30, max_iter=40, random_state=0).fit(
+        d.X_train, y, d.X_val, d.y_val)
+    worst = m.result_.ranking()[:18]
+    hit_rate = len(set(worst) & set(flipped)) / 18
+    assert hit_rate >= 0.4  # chance is 0.15
+    c = cleanse(m.result_, est, d.X_train, y, *d.val, *d.test)
+    assert c.cleaned_val >= c.baseline_val
+    png = c.plot(tmp_path / "curve.png")
+    assert png.stat().st_size > 1000
+
+
+def test_demo_command_runs_and_writes_outputs(tmp_path):
+    res = CliRunner().invoke(main, ["demo", "--trials", "2", "--out", str(tmp_path),
+                                    "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "mean ± std over 2 trials" in res.output
+    for name in ("values_seed0.csv", "curve_seed1.png", "result_seed0.json", "summary.csv"):
+        assert (tmp_path / name).exists()

@@ -1,0 +1,171 @@
+"""TDShap end to end: invariants, reproducibility, stopping, input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import TDShap, Utility
+from tdshap.utility import Chain
+
+
+def _tree():
+    return DecisionTreeClassifier(max_depth=3, random_state=0)
+
+
+def test_block_marginals_equal_separate_refits(breast_cancer_small):
+    d = breast_cancer_small
+    util = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val, cache=False)
+    rng = np.random.default_rng(0)
+    prefix = rng.choice(np.arange(10, 60), 25, replace=False)
+    block = np.array([3, 7, 1, 9])
+    chain = util.evaluate_chain(prefix, block, seed=123)
+    fresh = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val, cache=False)
+    separate = [fresh(np.concatenate([prefix, block[:j]]), seed=123) for j in range(5)]
+    np.testing.assert_array_equal(chain, separate)
+    assert util.n_fits == 5
+
+
+def test_every_sampled_prefix_respects_n_min(breast_cancer_small, monkeypatch):
+    d = breast_cancer_small
+    seen: list[Chain] = []
+    original = Utility.evaluate_chains
+
+    def spy(self, chains):
+        seen.extend(chains)
+        return original(self, chains)
+
+    monkeypatch.setattr(Utility, "evaluate_chains", spy)
+    TDShap(_tree(), "accuracy", n_min=30, k=7, max_iter=20, random_state=0).fit(
+        d.X_train, d.y_train, d.X_val, d.y_val)
+    assert len(seen) == 9 + 20  # ceil(60 / 7) initial blocks, then 20 rounds
+    for c in seen:
+        assert 30 <= len(c.prefix) <= 60 - len(c.block)
+        assert not set(c.prefix) & set(c.block)
+
+
+def test_same_seed_same_result_different_seed_different_draws(breast_cancer_small):
+    d = breast_cancer_small
+    args = (d.X_train, d.y_train, d.X_val, d.y_val)
+
+    def run(seed):
+        return TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=15, random_state=seed).fit(*args)
+
+    a, b, c = run(1), run(1), run(2)
+    np.testing.assert_array_equal(a.values_, b.values_)
+    np.testing.assert_array_equal(a.counts_, b.counts_)
+    assert not np.array_equal(a.values_, c.values_)
+
+
+def test_result_reports_run_and_guarantee(breast_cancer_small):
+    d = breast_cancer_small
+    m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=10, random_state=0).fit(
+        d.X_train, d.y_train, d.X_val, d.y_val)
+    r = m.result_
+    assert r.algorithm == "tdshap"
+    assert r.n_fits == r.n_evaluations - r.extra["n_cache_hits"]
+    assert r.n_fits <= (12 + 10) * 6
+    assert r.counts.sum() == 60 + 10 * 5
+    assert r.guarantee["pulls"] == 110
+    assert r.guarantee["from_metric_bound"]["width"] == 2.0
+    assert r.extra["seed_mode"] == "chain"
+    assert r.extra["stopped_by"] == ["MaxIterations(10)"]
+    assert 0 < r.fit_seconds <= r.wall_seconds
+    np.testing.assert_array_equal(m.harmful_, m.values_ <= m.tau)
+
+
+def test_time_budget_and_convergence_stop_the_run(breast_cancer_small):
+    d = breast_cancer_small
+    args = (d.X_train, d.y_train, d.X_val, d.y_val)
+    m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=None, time_budget=0.3,
+               random_state=0).fit(*args)
+    assert m.result_.extra["stopped_by"] == ["TimeBudget(0.3)"]
+    m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=10_000, tol=0.05, window=5,
+               random_state=0).fit(*args)
+    assert m.result_.extra["rounds"] < 10_000
+    assert any("Convergence" in s for s in m.result_.extra["stopped_by"])
+
+
+def test_dataframe_input_keeps_the_index(breast_cancer_small):
+    d = breast_cancer_small
+    X = pd.DataFrame(d.X_train, index=[f"row{i}" for i in range(60)])
+    m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=2, random_state=0).fit(
+        X, pd.Series(d.y_train, index=X.index), d.X_val, d.y_val)
+    frame = m.result_.to_dataframe()
+    assert list(frame.index) == list(X.index)
+    assert {"is_harmful", "value", "ci_low", "ci_high", "n_pulls"} <= set(frame.columns)
+
+
+def test_fallback_for_unfittable_subsets(breast_cancer_small):
+    d = breast_cancer_small
+    y = d.y_train
+    one_class = np.flatnonzero(y == y[0])[:5]
+    util = Utility(LogisticRegression(), "accuracy", d.X_train, y, d.X_val, d.y_val)
+    expected = float(np.mean(d.y_val == y[0]))
+    assert util(one_class) == pytest.approx(expected)
+    majority = np.bincount(y).argmax()
+    assert util([]) == pytest.approx(float(np.mean(d.y_val == majority)))
+    assert util.n_fallbacks == 2
+    strict = Utility(LogisticRegression(), "accuracy", d.X_train, y, d.X_val, d.y_val,
+                     on_error="raise")
+    with pytest.raises(ValueError):
+        strict(one_class)
+    with pytest.raises(ValueError, match="empty"):
+        strict([])
+
+
+def test_utility_never_refits_a_subset(breast_cancer_small):
+    d = breast_cancer_small
+    util = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val, seed_mode="run")
+    everything = np.arange(60)
+    first = util(everything)
+    assert util(everything[::-1]) == first
+    assert util.n_fits == 1 and util.n_cache_hits == 1
+
+
+def test_seed_modes_control_the_estimator_seed(breast_cancer_small):
+    d = breast_cancer_small
+    seeds: list[int] = []
+
+    class Spy(DecisionTreeClassifier):
+        def fit(self, X, y, sample_weight=None, check_input=True):
+            seeds.append(self.random_state)
+            return super().fit(X, y)
+
+    for mode, distinct in [("chain", 1), ("run", 1), ("fit", 4)]:
+        seeds.clear()
+        util = Utility(Spy(max_depth=2), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val,
+                       seed_mode=mode, run_seed=5, cache=False)
+        util.evaluate_chain(np.arange(20, 40), np.array([1, 2, 3]), seed=99)
+        assert len(set(seeds)) == distinct, mode
+        if mode == "chain":
+            assert seeds[0] == 99
+        if mode == "run":
+            assert seeds[0] == 5
+
+
+X_OK = np.zeros((20, 2))
+Y_OK = np.array([0, 1] * 10)
+
+
+@pytest.mark.parametrize(("kwargs", "data", "message"), [
+    ({}, (X_OK, Y_OK[:-1], X_OK, Y_OK), "same length"),
+    ({}, (np.where(np.eye(20, 2) > 0, np.nan, 0.0), Y_OK, X_OK, Y_OK), "NaN"),
+    ({}, (np.full((20, 2), np.inf), Y_OK, X_OK, Y_OK), "NaN or infinite"),
+    ({}, (np.array([["a", "b"]] * 20), Y_OK, X_OK, Y_OK), "numeric"),
+    ({"n_min": 18, "k": 5}, (X_OK, Y_OK, X_OK, Y_OK), "n_min=18"),
+    ({"k": 0}, (X_OK, Y_OK, X_OK, Y_OK), "k=0"),
+    ({"k": 21}, (X_OK, Y_OK, X_OK, Y_OK), "k=21"),
+    ({"eps": -1}, (X_OK, Y_OK, X_OK, Y_OK), "eps=-1"),
+    ({}, (X_OK, Y_OK, X_OK[:0], Y_OK[:0]), "X_val is empty"),
+    ({"metric": "no_such_metric"}, (X_OK, Y_OK, X_OK, Y_OK), "no_such_metric"),
+    ({"max_iter": None}, (X_OK, Y_OK, X_OK, Y_OK), "stopping criterion"),
+])
+def test_bad_input_names_the_problem(kwargs, data, message):
+    params = {"n_min": 2, "k": 2, "max_iter": 1, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        TDShap(_tree(), "accuracy" if "metric" not in kwargs else kwargs.pop("metric"),
+               **{k: v for k, v in params.items() if k != "metric"}).fit(*data)
