@@ -74,7 +74,7 @@ def test_result_reports_run_and_guarantee(breast_cancer_small):
     assert r.extra["seed_mode"] == "chain"
     assert r.extra["stopped_by"] == ["MaxIterations(10)"]
     assert 0 < r.fit_seconds <= r.wall_seconds
-    np.testing.assert_array_equal(m.harmful_, m.values_ <= m.tau)
+    np.testing.assert_array_equal(m.harmful_, m.values_ <= m.tau_)
 
 
 def test_time_budget_and_convergence_stop_the_run(breast_cancer_small):
@@ -169,3 +169,30 @@ def test_bad_input_names_the_problem(kwargs, data, message):
     with pytest.raises(ValueError, match=message):
         TDShap(_tree(), "accuracy" if "metric" not in kwargs else kwargs.pop("metric"),
                **{k: v for k, v in params.items() if k != "metric"}).fit(*data)
+
+
+def test_auto_thresholds_follow_the_spread_of_the_initial_marginals(breast_cancer_small):
+    from tdshap.thresholds import auto_thresholds, marginal_scale
+
+    d = breast_cancer_small
+    m = TDShap(_tree(), "accuracy", tau="auto", eps="auto", n_min=10, k=5, max_iter=5,
+               random_state=0).fit(d.X_train, d.y_train, d.X_val, d.y_val)
+    assert m.eps_ > 0 and m.tau_ == -m.eps_
+    assert m.result_.threshold == m.tau_ and m.result_.extra["eps"] == m.eps_
+    np.testing.assert_array_equal(m.harmful_, m.values_ <= m.tau_)
+    phi = np.array([0.0, 0.0, 0.0, 0.3, -0.3])
+    assert marginal_scale(phi) == pytest.approx(np.std(phi))
+    assert auto_thresholds(phi, -0.5, "auto", eps_factor=1.0) == (-0.5, pytest.approx(np.std(phi)))
+
+
+def test_truncation_stops_a_chain_once_scores_settle(breast_cancer_small):
+    from tdshap.utility import Truncation
+
+    d = breast_cancer_small
+    util = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val)
+    full = util(np.arange(60))
+    perm = np.random.default_rng(0).permutation(60)
+    out = util.evaluate_chain(np.array([], dtype=int), perm, 1, Truncation(full, 1.0, 2))
+    # a 100% tolerance settles at once: three evaluated scores, then the rest repeat
+    assert util.n_truncated == 60 - 2
+    assert (out[3:] == out[2]).all()

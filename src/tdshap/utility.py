@@ -54,12 +54,37 @@ SEED_MODES: tuple[str, ...] = ("chain", "run", "fit")
 
 
 @dataclass(frozen=True)
+class Truncation:
+    """Stop scanning a chain once its scores have settled near a target (TMC).
+
+    After each evaluation, a score within ``tolerance * |target|`` of
+    ``target`` (usually V(D)) counts one step; once more than ``patience``
+    consecutive steps counted, the rest of the chain is not fitted and takes
+    the last score (so the remaining marginals are 0), as in Ghorbani & Zou's
+    original code (``tolerance=0.01, patience=5``).
+    """
+
+    target: float
+    tolerance: float = 0.01
+    patience: int = 5
+
+    def settled(self, score: float) -> bool:
+        return abs(score - self.target) <= self.tolerance * abs(self.target)
+
+
+@dataclass(frozen=True)
 class Chain:
-    """One block evaluation: ``V(prefix)``, then each ``block`` row added in turn."""
+    """One block evaluation: ``V(prefix)``, then each ``block`` row added in turn.
+
+    ``truncation``, when set, lets the evaluation stop early (see
+    :class:`Truncation`); implementations that cannot truncate must evaluate
+    the whole chain, which gives the same values up to the truncation itself.
+    """
 
     prefix: np.ndarray
     block: np.ndarray
     seed: int
+    truncation: Truncation | None = None
 
 
 def random_state_params(estimator: Any) -> list[str]:
@@ -156,6 +181,7 @@ class Utility:
         self.n_fallbacks = 0
         self.n_evaluations = 0
         self.n_cache_hits = 0
+        self.n_truncated = 0
         self.fit_seconds = 0.0
 
     @property
@@ -236,7 +262,13 @@ class Utility:
         s = self.run_seed if seed is None else self._fit_seed(int(seed), 0)
         return self._evaluate(clone(self.estimator), idx, s)
 
-    def evaluate_chain(self, prefix: np.ndarray, block: np.ndarray, seed: int) -> np.ndarray:
+    def evaluate_chain(
+        self,
+        prefix: np.ndarray,
+        block: np.ndarray,
+        seed: int,
+        truncation: Truncation | None = None,
+    ) -> np.ndarray:
         """Return ``[V(P), V(P+b1), ..., V(P+b1..bK)]`` (length ``len(block) + 1``).
 
         Override this one method to evaluate a chain faster (incremental
@@ -247,13 +279,24 @@ class Utility:
         idx = np.concatenate([np.asarray(prefix, dtype=np.intp), np.asarray(block, dtype=np.intp)])
         p = len(prefix)
         out = np.empty(len(block) + 1)
+        settled = 0
         for j in range(len(block) + 1):
             out[j] = self._evaluate(model, idx[: p + j], self._fit_seed(seed, j))
+            if truncation is not None:
+                settled = settled + 1 if truncation.settled(out[j]) else 0
+                if settled > truncation.patience:
+                    out[j + 1 :] = out[j]
+                    self.n_truncated += len(block) - j
+                    break
         return out
 
     def evaluate_chains(self, chains: Sequence[Chain]) -> list[np.ndarray]:
-        """Evaluate several chains; results in the order given."""
-        return [self.evaluate_chain(c.prefix, c.block, c.seed) for c in chains]
+        """Evaluate several chains; results in the order given.
+
+        Every method evaluates through this one call, so that a parallel or
+        distributed backend only has to replace it.
+        """
+        return [self.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
 
     def stats(self) -> dict[str, Any]:
         """Counters for the result: fits, evaluations, cache hits, seconds."""
@@ -262,6 +305,7 @@ class Utility:
             "n_evaluations": self.n_evaluations,
             "n_cache_hits": self.n_cache_hits,
             "n_fallbacks": self.n_fallbacks,
+            "n_truncated": self.n_truncated,
             "fit_seconds": self.fit_seconds,
             "seed_mode": self.seed_mode if self.seeded else "none (estimator has no random_state)",
         }

@@ -14,6 +14,7 @@ from tdshap.methods.base import BaseValuation
 from tdshap.progress import RunProgress
 from tdshap.sampling import check_block_size, initial_blocks, sample_chain
 from tdshap.stopping import RunStatus, StoppingCriterion, build_stopping
+from tdshap.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
 from tdshap.utility import Chain, Utility
 
 
@@ -32,6 +33,10 @@ class TDShap(BaseValuation):
     tau, eps:
         Threshold and precision, in units of the metric: rows with value
         ``<= tau - eps`` are to be found, rows with value ``>= tau + eps`` left.
+        Either may be ``"auto"``: set after initialisation from the spread of
+        the observed marginals (:mod:`tdshap.thresholds`).
+    eps_factor:
+        With ``eps="auto"``: ``eps = eps_factor * spread of the initial marginals``.
     n_min:
         Enhancement (i): smallest prefix a marginal is measured on. ``"auto"``:
         ``min(100, N // 3)``. ``0`` disables it.
@@ -54,8 +59,10 @@ class TDShap(BaseValuation):
     Attributes
     ----------
     values_, counts_, harmful_, result_:
-        Estimated values, pulls per row, ``values_ <= tau``, and the full
+        Estimated values, pulls per row, ``values_ <= tau_``, and the full
         :class:`~tdshap.result.ValuationResult`.
+    tau_, eps_:
+        The threshold and precision used (resolved when ``"auto"``).
     """
 
     algorithm = "tdshap"
@@ -64,8 +71,9 @@ class TDShap(BaseValuation):
         self,
         estimator: Any = None,
         metric: Any = None,
-        tau: float = -0.01,
-        eps: float = 0.01,
+        tau: float | str = -0.01,
+        eps: float | str = 0.01,
+        eps_factor: float = DEFAULT_EPS_FACTOR,
         n_min: int | str = "auto",
         k: int | str = "auto",
         max_iter: int | None = 50,
@@ -82,6 +90,7 @@ class TDShap(BaseValuation):
         self.metric = metric
         self.tau = tau
         self.eps = eps
+        self.eps_factor = eps_factor
         self.n_min = n_min
         self.k = k
         self.max_iter = max_iter
@@ -108,8 +117,13 @@ class TDShap(BaseValuation):
         return int(self.n_min)
 
     def _check_params(self, n: int) -> None:
-        check_number(self.tau, "tau", hint="It is in units of the metric, e.g. tau=-0.01.")
-        check_number(self.eps, "eps", low=0, hint="It is in units of the metric, e.g. eps=0.01.")
+        if self.tau != "auto":
+            check_number(self.tau, "tau", hint="It is in units of the metric, e.g. tau=-0.01, "
+                         "or 'auto'.")
+        if self.eps != "auto":
+            check_number(self.eps, "eps", low=0, hint="It is in units of the metric, e.g. "
+                         "eps=0.01, or 'auto'.")
+        check_number(self.eps_factor, "eps_factor", low=0)
         self.k_, self.n_min_ = self._resolved_k(n), self._resolved_n_min(n)
         check_block_size(n, self.k_, self.n_min_)
         if self.stopping is None:
@@ -133,7 +147,8 @@ class TDShap(BaseValuation):
         utility, rng = self._prepare(X, y, X_val, y_val)
         start = time.perf_counter()
         n, k = utility.n, self.k_
-        state = APTState(n, self.tau, self.eps)
+        auto = "auto" in (self.tau, self.eps)
+        state = APTState(n, 0.0 if auto else self.tau, 0.0 if auto else self.eps)
         stop = self._stop
         stop.reset()
         bar = RunProgress(self.progress, desc=f"TDShap N={n} K={k}")
@@ -142,6 +157,10 @@ class TDShap(BaseValuation):
             for i, block in enumerate(blocks):
                 self._pull(utility, state, rng, block)
                 bar.update(0.0, init=f"{i + 1}/{len(blocks)}", fits=utility.n_fits)
+            if auto:  # every arm holds exactly one marginal now
+                state.tau, state.eps = auto_thresholds(state.mu, self.tau, self.eps,
+                                                       self.eps_factor)
+            self.tau_, self.eps_ = state.tau, state.eps
             rounds = 0
             while True:
                 status = RunStatus(rounds, time.perf_counter() - start, state.mu)
@@ -165,12 +184,14 @@ class TDShap(BaseValuation):
             values=state.mu.copy(),
             counts=state.counts.copy(),
             variances=state.variances(),
-            harmful=state.mu <= self.tau,
-            threshold=float(self.tau),
+            harmful=state.mu <= state.tau,
+            threshold=state.tau,
             guarantee=guarantee_report(
-                n, float(self.eps), int(state.counts.sum()), bound, state.observed_width()
+                n, state.eps, int(state.counts.sum()), bound, state.observed_width()
             ),
             extra={
+                "tau": state.tau,
+                "eps": state.eps,
                 "k": k,
                 "n_min": self.n_min_,
                 "metric": utility.metric.name,
