@@ -34,7 +34,8 @@ def main() -> None:
         ratios.append(wall / r.fit_seconds)
         print(f"seed {seed}: wall {wall:.3f} s, inside fit/predict {r.fit_seconds:.3f} s, "
               f"fits {r.n_fits}, ratio {ratios[-1]:.3f}")
-    print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    machine = platform.processor() or platform.machine()
+    print(f"machine: {machine}, python {platform.python_version()}")
     print(f"overhead ratio (wall / fit+predict): mean {np.mean(ratios):.3f}, "
           f"median {np.median(ratios):.3f} over {args.trials} trials")
 
