@@ -1,6 +1,9 @@
 """Valuation methods. Each is a scikit-learn style estimator returning a ValuationResult."""
 
 from tdshap.methods.base import BaseValuation
+from tdshap.methods.loo import LeaveOneOut
+from tdshap.methods.random_removal import RandomRemoval
 from tdshap.methods.tdshap import TDShap
+from tdshap.methods.tmc import TMCShapley
 
-__all__ = ["BaseValuation", "TDShap"]
+__all__ = ["BaseValuation", "LeaveOneOut", "RandomRemoval", "TDShap", "TMCShapley"]

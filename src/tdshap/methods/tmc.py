@@ -1,0 +1,236 @@
+"""Truncated Monte Carlo data Shapley (Ghorbani & Zou 2019; SPEC §3).
+
+Each round draws a uniformly random permutation σ of the training rows and
+scans it left to right: the marginal of row σ_j is
+``V(σ_1..σ_j) - V(σ_1..σ_{j-1})``; every row gets one marginal per
+permutation, and its value is the running mean of its marginals (with a
+running variance, so the result has standard errors and confidence
+intervals).
+
+One permutation is one :class:`~tdshap.utility.Chain` with an empty prefix
+and the whole permutation as its block, evaluated through
+``Utility.evaluate_chains``; permutations are sent ``batch_size`` at a time
+so that a parallel backend of ``evaluate_chains`` runs a batch at once.
+
+V(∅)
+----
+The first marginal of a permutation needs ``V(∅)``, the score of a model
+trained on nothing. It is the utility's fallback score
+(:mod:`tdshap.utility`): the score of predicting a constant learned from the
+whole training set (its mean target for regression, its most frequent label
+for classification). The original code scores the empty set the same way
+for classification (a random-guess baseline); using the mean is the
+regression counterpart. Only the first row of each permutation sees it, so
+it shifts values, not rankings, by an amount that averages out over
+permutations.
+
+Truncation
+----------
+``truncation="original"`` is the rule of the original code: once more than
+``patience = 5`` consecutive prefixes score within ``tolerance = 1%`` of
+``|V(D)|`` of ``V(D)``, the rest of the permutation is not fitted and its
+marginals are 0. ``(tolerance, patience)`` sets another rule; ``None``
+scans every permutation to the end (plain Monte Carlo permutation sampling).
+
+Stopping
+--------
+The first of: the original convergence rule (``tol``, ``window``: the mean
+over rows of the relative change of the running values, largest over the
+last ``window = 100`` permutations, below ``tol = 0.05``; see
+:class:`tdshap.stopping.MeanRelativeChange`), ``max_permutations``, or
+``time_budget`` seconds (checked after each batch). ``stopping`` replaces all
+three with any :mod:`tdshap.stopping` criterion, whose ``rounds`` then count
+permutations.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from tdshap._validation import check_number
+from tdshap.bandit import APTState
+from tdshap.methods.base import BaseValuation
+from tdshap.progress import RunProgress
+from tdshap.stopping import (
+    MaxIterations,
+    MeanRelativeChange,
+    RunStatus,
+    StoppingCriterion,
+    TimeBudget,
+)
+from tdshap.utility import Chain, Truncation, Utility
+
+#: The original code's truncation rule: more than 5 steps within 1% of V(D).
+ORIGINAL_TRUNCATION = (0.01, 5)
+
+
+def resolve_truncation(truncation: Any) -> tuple[float, int] | None:
+    """``(tolerance, patience)`` for ``"original"``, a pair, or ``None``."""
+    if truncation is None:
+        return None
+    if isinstance(truncation, str):
+        if truncation == "original":
+            return ORIGINAL_TRUNCATION
+        raise ValueError(
+            f"truncation={truncation!r} is not known: use 'original', None, or a "
+            "(tolerance, patience) pair such as (0.01, 5)."
+        )
+    try:
+        tolerance, patience = truncation
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"truncation={truncation!r} must be 'original', None or a (tolerance, patience) pair."
+        ) from None
+    check_number(tolerance, "truncation tolerance", low=0, hint="A fraction of |V(D)|, e.g. 0.01.")
+    check_number(patience, "truncation patience", low=0, integer=True)
+    return float(tolerance), int(patience)
+
+
+class TMCShapley(BaseValuation):
+    """Data Shapley values by truncated Monte Carlo permutation sampling.
+
+    Parameters
+    ----------
+    estimator, metric:
+        As for :class:`~tdshap.methods.TDShap`.
+    truncation:
+        ``"original"`` (default), ``None``, or ``(tolerance, patience)``;
+        see the module docstring.
+    tol, window:
+        The original convergence rule (``None`` disables it).
+    max_permutations:
+        Stop after this many permutations (``None``: no limit).
+    time_budget:
+        Stop after this many seconds (``None``: no limit).
+    stopping:
+        A :mod:`tdshap.stopping` criterion that replaces the three above.
+    batch_size:
+        Permutations per ``evaluate_chains`` call (what a parallel backend
+        runs at once).
+    on_error, seed_mode, random_state, progress:
+        See :class:`~tdshap.methods.base.BaseValuation`.
+
+    Attributes
+    ----------
+    values_, counts_, result_:
+        Estimated values, permutations per row, the full result.
+    n_permutations_:
+        Permutations evaluated.
+    """
+
+    algorithm = "tmc_shapley"
+
+    def __init__(
+        self,
+        estimator: Any = None,
+        metric: Any = None,
+        truncation: Any = "original",
+        tol: float | None = 0.05,
+        window: int = 100,
+        max_permutations: int | None = None,
+        time_budget: float | None = None,
+        stopping: StoppingCriterion | None = None,
+        batch_size: int = 8,
+        on_error: str = "fallback",
+        seed_mode: str = "chain",
+        random_state: Any = None,
+        progress: bool = False,
+    ) -> None:
+        self.estimator = estimator
+        self.metric = metric
+        self.truncation = truncation
+        self.tol = tol
+        self.window = window
+        self.max_permutations = max_permutations
+        self.time_budget = time_budget
+        self.stopping = stopping
+        self.batch_size = batch_size
+        self.on_error = on_error
+        self.seed_mode = seed_mode
+        self.random_state = random_state
+        self.progress = progress
+
+    def _check_params(self, n: int) -> None:
+        self.truncation_ = resolve_truncation(self.truncation)
+        check_number(self.batch_size, "batch_size", low=1, integer=True)
+        if self.stopping is not None:
+            if not isinstance(self.stopping, StoppingCriterion):
+                raise ValueError("stopping must be a tdshap.stopping.StoppingCriterion or None.")
+            self._stop = self.stopping
+            return
+        parts: list[StoppingCriterion] = []
+        if self.tol is not None:
+            check_number(self.tol, "tol", low=0, hint="The original rule uses tol=0.05.")
+            check_number(self.window, "window", low=1, integer=True)
+            parts.append(MeanRelativeChange(self.tol, self.window))
+        if self.max_permutations is not None:
+            check_number(self.max_permutations, "max_permutations", low=1, integer=True)
+            parts.append(MaxIterations(int(self.max_permutations)))
+        if self.time_budget is not None:
+            check_number(self.time_budget, "time_budget", low=0)
+            parts.append(TimeBudget(self.time_budget))
+        if not parts:
+            raise ValueError(
+                "No stopping criterion: set at least one of tol, max_permutations or time_budget."
+            )
+        self._stop = parts[0]
+        for p in parts[1:]:
+            self._stop = self._stop | p
+
+    def _chains(self, utility: Utility, rng: np.random.Generator, count: int,
+                truncation: Truncation | None) -> list[Chain]:
+        empty = np.empty(0, dtype=np.intp)
+        return [Chain(empty, rng.permutation(utility.n), int(rng.integers(2**32)), truncation)
+                for _ in range(count)]
+
+    def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> TMCShapley:
+        """Estimate the data Shapley value of every row of ``(X, y)``."""
+        utility, rng = self._prepare(X, y, X_val, y_val)
+        start = time.perf_counter()
+        n = utility.n
+        full_score = utility(np.arange(n))  # V(D): the truncation target, fitted once
+        truncation = None
+        if self.truncation_ is not None:
+            truncation = Truncation(full_score, *self.truncation_)
+        moments = APTState(n, 0.0, 0.0)  # only its running means and variances are used
+        stop = self._stop
+        stop.reset()
+        bar = RunProgress(self.progress, desc=f"TMC Shapley N={n}")
+        perms = 0
+        stopped = False
+        try:
+            while not stopped:
+                size = int(self.batch_size)
+                if self.stopping is None and self.max_permutations is not None:
+                    size = min(size, int(self.max_permutations) - perms)  # no surplus
+                chains = self._chains(utility, rng, size, truncation)
+                for chain, scores in zip(chains, utility.evaluate_chains(chains), strict=True):
+                    moments.update(chain.block, np.diff(scores))
+                    perms += 1
+                    status = RunStatus(perms, time.perf_counter() - start, moments.mu)
+                    # every permutation of the batch is used; the batch is the unit of stopping
+                    stopped = stop.check(status) or stopped
+                bar.update(stop.completion(status), perms=perms, fits=utility.n_fits)
+        finally:
+            bar.close()
+        self.n_permutations_ = perms
+        result = self._result(
+            utility,
+            start,
+            values=moments.mu.copy(),
+            counts=moments.counts.copy(),
+            variances=moments.variances(),
+            extra={
+                "metric": utility.metric.name,
+                "full_score": full_score,
+                "empty_score": utility.fallback_score(np.empty(0, dtype=np.intp)),
+                "n_permutations": perms,
+                "truncation": None if self.truncation_ is None else list(self.truncation_),
+                "stopped_by": stop.fired(status),
+            },
+        )
+        self._publish(result)
+        return self
