@@ -106,46 +106,6 @@ class Convergence(StoppingCriterion):
         return f"Convergence(tol={self.tol:g}, window={self.window})"
 
 
-class MeanRelativeChange(StoppingCriterion):
-    """Ghorbani & Zou's convergence rule for TMC Shapley.
-
-    Over the last ``window`` rounds (the current one included), the mean over
-    values of ``|v_t - v_now| / (|v_now| + 1e-12)``; stop when its largest
-    value is below ``tol``. Never fires before ``window`` rounds. The original
-    code uses ``window = 100`` permutations.
-    """
-
-    def __init__(self, tol: float, window: int = 100) -> None:
-        self.tol = float(tol)
-        self.window = int(window)
-        self._history: deque[np.ndarray] = deque(maxlen=self.window)
-        self._rounds = -1
-        self._error = np.inf
-
-    def reset(self) -> None:
-        self._history.clear()
-        self._rounds = -1
-        self._error = np.inf
-
-    def check(self, status: RunStatus) -> bool:
-        if status.rounds != self._rounds:  # a round is recorded once, however often checked
-            self._rounds = status.rounds
-            self._history.append(np.array(status.values, dtype=float))
-            if len(self._history) >= self.window:
-                now = self._history[-1]
-                scale = np.abs(now) + 1e-12
-                self._error = max(float(np.mean(np.abs(h - now) / scale)) for h in self._history)
-        return self._error < self.tol
-
-    def completion(self, status: RunStatus) -> float:
-        if not np.isfinite(self._error):
-            return min(1.0, len(self._history) / self.window) * 0.5
-        return float(min(1.0, self.tol / self._error)) if self._error > 0 else 1.0
-
-    def __repr__(self) -> str:
-        return f"MeanRelativeChange(tol={self.tol:g}, window={self.window})"
-
-
 class _Either(StoppingCriterion):
     def __init__(self, a: StoppingCriterion, b: StoppingCriterion) -> None:
         self.a, self.b = a, b
@@ -212,3 +172,43 @@ def build_stopping(
     for p in parts[1:]:
         crit = crit | p
     return crit
+
+
+class MeanRelativeChange(StoppingCriterion):
+    """Ghorbani & Zou's convergence rule for TMC Shapley.
+
+    Over the last ``window`` rounds (the current one included), the mean over
+    values of ``|v_t - v_now| / (|v_now| + 1e-12)``; stop when its largest
+    value is below ``tol``. Never fires before ``window`` rounds. The original
+    code uses ``window = 100`` permutations.
+    """
+
+    def __init__(self, tol: float, window: int = 100) -> None:
+        self.tol = float(tol)
+        self.window = int(window)
+        self._history: deque[np.ndarray] = deque(maxlen=self.window)
+        self._rounds = -1
+        self._error = np.inf
+
+    def reset(self) -> None:
+        self._history.clear()
+        self._rounds = -1
+        self._error = np.inf
+
+    def check(self, status: RunStatus) -> bool:
+        if status.rounds != self._rounds:  # a round is recorded once, however often checked
+            self._rounds = status.rounds
+            self._history.append(np.array(status.values, dtype=float))
+            if len(self._history) >= self.window:
+                now = self._history[-1]
+                scale = np.abs(now) + 1e-12
+                self._error = max(float(np.mean(np.abs(h - now) / scale)) for h in self._history)
+        return self._error < self.tol
+
+    def completion(self, status: RunStatus) -> float:
+        if not np.isfinite(self._error):
+            return min(1.0, len(self._history) / self.window) * 0.5
+        return float(min(1.0, self.tol / self._error)) if self._error > 0 else 1.0
+
+    def __repr__(self) -> str:
+        return f"MeanRelativeChange(tol={self.tol:g}, window={self.window})"
