@@ -52,5 +52,9 @@ def demo(trials: int, seed: int, out: Path, progress: bool) -> None:
     click.echo(f"outputs written to {out.resolve()}")
 
 
+from tdshap.bench import bench as _bench  # noqa: E402  (subcommands register last)
+
+main.add_command(_bench)
+
 if __name__ == "__main__":
     main()

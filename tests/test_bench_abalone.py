@@ -1,0 +1,83 @@
+"""``tdshap bench abalone`` end to end on a small synthetic file in the Abalone format."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tdshap.bench import abalone as study
+from tdshap.cli import main
+
+ALL = "baseline,random,loo100,loo1,tmc,tdshap,tdshap-auto,tdshap-no-i,tdshap-no-ii"
+
+
+@pytest.fixture
+def fake_abalone(tmp_path):
+    """150 rows in the UCI format, Rings driven by the weights, five corrupted rows."""
+    rng = np.random.default_rng(0)
+    n = 150
+    measures = rng.uniform(0.05, 0.8, size=(n, 7))
+    rings = np.clip(np.round(3 + 15 * measures[:, 3] + rng.normal(0, 1, n)), 1, 29)
+    rings[:5] = 29
+    sex = rng.choice(["M", "F", "I"], size=n)
+    lines = [",".join([s, *(f"{v:.4f}" for v in m), str(int(r))])
+             for s, m, r in zip(sex, measures, rings, strict=True)]
+    path = tmp_path / "abalone.data"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _run(args):
+    result = CliRunner().invoke(main, ["bench", "abalone", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_every_method_runs_writes_cells_and_resumes(fake_abalone, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    args = ["--models", "ridge", "--methods", ALL, "--trials", "1", "--sizes", "50,50,50",
+            "--data", str(fake_abalone), "--out", str(out), "--tmc-budget", "1"]
+    printed = _run(args)
+    cells = sorted(p.name for p in (out / "cells").glob("*.json"))
+    assert cells == sorted(f"t00_ridge_{m}.json" for m in ALL.split(","))
+    for method in ALL.split(","):
+        assert f"ridge  {method}" in printed
+    loaded = {c["method"]: c for c in study.all_cells(out)}
+    # one baseline for every method: the grid's first model is the full-data model
+    base = loaded["baseline"]["test_mae"]
+    assert all(c["baseline_test_mae"] == pytest.approx(base) for c in loaded.values())
+    # equal-time cells are budgeted by TDShap's wall time on the same trial
+    for method in study.EQUAL_TIME:
+        assert loaded[method]["time_budget"] == pytest.approx(loaded["tdshap"]["seconds"])
+    assert loaded["loo1"]["n_remove"] <= 25 and loaded["loo1"]["max_remove"] == 25
+    assert loaded["tdshap"]["k"] == 5 and loaded["tdshap"]["n_min"] == 45  # ridge: 900 / 1000
+    report = (out / "report.md").read_text()
+    assert "Table 2" in report and "| ridge |" in report and "Spread of TDShap" in report
+    assert (out / "curves" / "curves_ridge_t00.png").stat().st_size > 0
+
+    # a rerun computes nothing: every cell is read back from disk
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a finished cell was recomputed")
+
+    monkeypatch.setattr(study, "run_cell", refuse)
+    _run(args)
+    assert json.loads((out / "cells" / "t00_ridge_tdshap.json").read_text()) == loaded["tdshap"]
+
+
+def test_equal_time_cells_bring_their_tdshap_cell(fake_abalone, tmp_path):
+    out = tmp_path / "out"
+    _run(["--models", "dtree", "--methods", "tdshap-no-ii", "--trials", "1", "--sizes",
+          "40,40,40", "--data", str(fake_abalone), "--out", str(out)])
+    assert (out / "cells" / "t00_dtree_tdshap.json").is_file()
+    assert (out / "cells" / "t00_dtree_tdshap-no-ii.json").is_file()
+
+
+def test_unknown_names_are_rejected(fake_abalone, tmp_path):
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "forest", "--out",
+                                       str(tmp_path)])
+    assert result.exit_code != 0 and "forest" in result.output
+    with pytest.raises(ValueError, match="knn"):
+        study.parse_list("dtree,knn", study.MODELS, "--models")
