@@ -9,18 +9,25 @@ after initialisation (every arm pulled once) from the observed marginals Φ:
 * ``scale`` = robust spread of the initial Φ: ``1.4826 * MAD`` (the standard
   deviation for normal data), falling back to the standard deviation, then to
   the mean ``|Φ|`` when most marginals are exactly zero (trees);
-* ``eps = eps_factor * scale`` (default ``eps_factor = 0.1``);
+* ``eps = eps_factor * scale`` (default ``eps_factor = 0.3``, tuned below);
 * ``tau = -eps`` (the paper's convention ``tau + eps = 0``: a row is harmful
   only when its value is negative with margin ``eps``).
 
 A numeric ``tau`` or ``eps`` given by the user is kept as it is.
+
+Tuning of ``eps_factor`` (issue 3): on Abalone seeds 100 and 101 (never
+reported), DTree and Ridge, paper settings otherwise (K = 100, N_min
+100/900), at TDShap's wall time, ``eps_factor`` in {0.03, 0.1, 0.3, 1.0} gave
+mean test-MAE gains over the baseline of +0.050/+0.047/+0.057/+0.053 (DTree)
+and +0.029/+0.029/+0.029/+0.028 (Ridge): flat within the noise of two trials,
+with 0.3 best; the first guess 0.1 was replaced by 0.3. See docs/results.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-DEFAULT_EPS_FACTOR = 0.1
+DEFAULT_EPS_FACTOR = 0.3
 
 
 def marginal_scale(phi: np.ndarray) -> float:

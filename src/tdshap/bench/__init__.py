@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from tdshap.bench.abalone import METHODS, MODELS
+from tdshap.thresholds import DEFAULT_EPS_FACTOR
 
 
 @click.group()
@@ -34,7 +35,7 @@ def bench() -> None:
                    "(default: $TDSHAP_DATA_DIR, the cache, then a download).")
 @click.option("--tmc-budget", type=float, default=600.0, show_default=True,
               help="Seconds after which TMC stops if it has not converged.")
-@click.option("--eps-factor", type=float, default=0.1, show_default=True,
+@click.option("--eps-factor", type=float, default=DEFAULT_EPS_FACTOR, show_default=True,
               help="eps_factor of tdshap-auto (see tdshap.thresholds).")
 @click.option("--sizes", default="1000,1000,1000", show_default=True,
               help="train,val,test rows; K, N_min and LOO's k scale with train/1000.")

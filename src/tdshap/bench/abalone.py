@@ -40,6 +40,7 @@ from tdshap.cleansing import cleanse
 from tdshap.datasets import Split, abalone
 from tdshap.metrics import resolve_metric
 from tdshap.result import ValuationResult, _jsonable, atomic_write_bytes
+from tdshap.thresholds import DEFAULT_EPS_FACTOR
 
 MODELS: tuple[str, ...] = ("dtree", "svr", "ridge", "mlp", "gbdt")
 METHODS: tuple[str, ...] = ("baseline", "random", "loo100", "loo1", "tmc", "tdshap",
@@ -98,7 +99,7 @@ class StudyConfig:
     first_seed: int = 0
     data_path: str | None = None
     tmc_budget: float = 600.0
-    eps_factor: float = 0.1
+    eps_factor: float = DEFAULT_EPS_FACTOR
     progress: bool = False
     #: train/val/test rows; K, N_min and LOO's k are scaled from the paper's N = 1000
     sizes: tuple[int, int, int] = (1000, 1000, 1000)
