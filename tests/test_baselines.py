@@ -84,6 +84,7 @@ def test_tmc_stops_at_the_original_convergence_rule():
                      batch_size=16, random_state=0).fit(X, y, Xv, yv)
     extra = tmc.result_.extra
     assert extra["stopped_by"] == ["MeanRelativeChange(tol=0.05, window=100)"]
+    assert extra["convergence_error"] < 0.05
     assert tmc.n_permutations_ >= 100
     assert extra["truncation"] == [0.01, 5]
 

@@ -205,6 +205,11 @@ class MeanRelativeChange(StoppingCriterion):
                 self._error = max(float(np.mean(np.abs(h - now) / scale)) for h in self._history)
         return self._error < self.tol
 
+    @property
+    def error(self) -> float:
+        """The last computed change (inf before ``window`` rounds)."""
+        return self._error
+
     def completion(self, status: RunStatus) -> float:
         if not np.isfinite(self._error):
             return min(1.0, len(self._history) / self.window) * 0.5

@@ -166,7 +166,8 @@ def _baseline_cell(est: Any, data: Split) -> dict[str, Any]:
 
 def _valuation_summary(result: ValuationResult) -> dict[str, Any]:
     keys = ("pulls_spread", "tau", "eps", "stopped_by", "rounds", "n_permutations",
-            "truncation", "n_truncated", "k", "n_min", "max_remove", "full_score")
+            "truncation", "n_truncated", "k", "n_min", "max_remove", "full_score",
+            "convergence_error")
     return {"seconds": result.wall_seconds, "fit_seconds": result.fit_seconds,
             "n_fits": result.n_fits, "n_harmful": int(result.is_harmful.sum()),
             **{k: result.extra[k] for k in keys if k in result.extra}}

@@ -160,12 +160,15 @@ class TMCShapley(BaseValuation):
             if not isinstance(self.stopping, StoppingCriterion):
                 raise ValueError("stopping must be a tdshap.stopping.StoppingCriterion or None.")
             self._stop = self.stopping
+            self._convergence = None
             return
         parts: list[StoppingCriterion] = []
+        self._convergence: MeanRelativeChange | None = None
         if self.tol is not None:
             check_number(self.tol, "tol", low=0, hint="The original rule uses tol=0.05.")
             check_number(self.window, "window", low=1, integer=True)
-            parts.append(MeanRelativeChange(self.tol, self.window))
+            self._convergence = MeanRelativeChange(self.tol, self.window)
+            parts.append(self._convergence)
         if self.max_permutations is not None:
             check_number(self.max_permutations, "max_permutations", low=1, integer=True)
             parts.append(MaxIterations(int(self.max_permutations)))
@@ -230,6 +233,9 @@ class TMCShapley(BaseValuation):
                 "n_permutations": perms,
                 "truncation": None if self.truncation_ is None else list(self.truncation_),
                 "stopped_by": stop.fired(status),
+                # how far from the convergence rule the run ended (None: rule not used)
+                "convergence_error": None if self._convergence is None
+                else self._convergence.error,
             },
         )
         self._publish(result)
