@@ -184,8 +184,10 @@ def speed_table(cells: list[dict[str, Any]]) -> list[str]:
                 note = ""
                 if other == "tmc":
                     converged = any("MeanRelativeChange" in s for s in c.get("stopped_by", []))
+                    err = c.get("convergence_error")
                     note = (f"{c.get('n_permutations')} permutations, "
-                            + ("converged" if converged else "stopped by the time budget"))
+                            + ("converged" if converged else "stopped by the time budget")
+                            + ("" if err is None else f" (mean relative change {err:.3g})"))
                 a = auto.get(trial)
                 lines.append(_row([model, str(trial), LABELS[other], f"{c['seconds']:.0f}",
                                    f"{t['seconds']:.1f}", f"{c['seconds'] / t['seconds']:.0f}×",
