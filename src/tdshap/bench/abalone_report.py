@@ -172,7 +172,7 @@ def speed_table(cells: list[dict[str, Any]]) -> list[str]:
     """TDShap against TMC and LOO_1 on the same (trial, model): time ratio and MAE."""
     idx = _index(cells)
     lines = _header(["model", "trial", "other", "other s", "TDShap s", "speed-up",
-                     "other MAE", "TDShap MAE", "TDShap auto MAE", "note"])
+                     "fits ratio", "other MAE", "TDShap MAE", "TDShap auto MAE", "note"])
     for model in _present(cells, "model", MODELS):
         mine = idx.get((model, "tdshap"), {})
         auto = idx.get((model, "tdshap-auto"), {})
@@ -191,6 +191,7 @@ def speed_table(cells: list[dict[str, Any]]) -> list[str]:
                 a = auto.get(trial)
                 lines.append(_row([model, str(trial), LABELS[other], f"{c['seconds']:.0f}",
                                    f"{t['seconds']:.1f}", f"{c['seconds'] / t['seconds']:.0f}×",
+                                   f"{c['n_fits'] / t['n_fits']:.0f}×",
                                    f"{c['test_mae']:.3f}", f"{t['test_mae']:.3f}",
                                    "–" if a is None else f"{a['test_mae']:.3f}", note]))
     return lines
