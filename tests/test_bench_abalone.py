@@ -67,12 +67,20 @@ def test_every_method_runs_writes_cells_and_resumes(fake_abalone, tmp_path, monk
     assert json.loads((out / "cells" / "t00_ridge_tdshap.json").read_text()) == loaded["tdshap"]
 
 
-def test_equal_time_cells_bring_their_tdshap_cell(fake_abalone, tmp_path):
+def test_equal_time_cells_bring_their_tdshap_cell(fake_abalone, tmp_path, monkeypatch):
+    from sklearn.tree import DecisionTreeRegressor
+
+    # a tree whose fit depends on its seed, so an unseeded baseline would differ
+    monkeypatch.setattr(study, "make_model",
+                        lambda name: DecisionTreeRegressor(max_features=1, max_depth=4))
     out = tmp_path / "out"
-    _run(["--models", "dtree", "--methods", "tdshap-no-ii", "--trials", "1", "--sizes",
+    _run(["--models", "dtree", "--methods", "baseline,tdshap-no-ii", "--trials", "1", "--sizes",
           "40,40,40", "--data", str(fake_abalone), "--out", str(out)])
     assert (out / "cells" / "t00_dtree_tdshap.json").is_file()
-    assert (out / "cells" / "t00_dtree_tdshap-no-ii.json").is_file()
+    cells = {c["method"]: c for c in study.all_cells(out)}
+    assert set(cells) == {"baseline", "tdshap", "tdshap-no-ii"}
+    # a seeded model: the baseline cell is seeded like cleanse's full-data model
+    assert cells["baseline"]["test_mae"] == pytest.approx(cells["tdshap"]["baseline_test_mae"])
 
 
 def test_unknown_names_are_rejected(fake_abalone, tmp_path):

@@ -41,6 +41,7 @@ from tdshap.datasets import Split, abalone
 from tdshap.metrics import resolve_metric
 from tdshap.result import ValuationResult, _jsonable, atomic_write_bytes
 from tdshap.thresholds import DEFAULT_EPS_FACTOR
+from tdshap.utility import random_state_params
 
 MODELS: tuple[str, ...] = ("dtree", "svr", "ridge", "mlp", "gbdt")
 METHODS: tuple[str, ...] = ("baseline", "random", "loo100", "loo1", "tmc", "tdshap",
@@ -154,10 +155,14 @@ def valuation(method: str, model: str, seed: int, budget: float | None,
     return TDShap(**settings, **common)
 
 
-def _baseline_cell(est: Any, data: Split) -> dict[str, Any]:
+def _baseline_cell(est: Any, data: Split, seed: int) -> dict[str, Any]:
+    """The full-data model, seeded as ``cleanse`` seeds its grid models (same numbers)."""
     spec = resolve_metric(METRIC)
     start = time.perf_counter()
-    model = clone(est).fit(*data.train)
+    model = clone(est)
+    if params := random_state_params(model):
+        model.set_params(**dict.fromkeys(params, seed))
+    model.fit(*data.train)
     mae_val = -spec.score(model, *data.val)
     mae_test = -spec.score(model, *data.test)
     return {"val_mae": mae_val, "test_mae": mae_test, "baseline_test_mae": mae_test,
@@ -180,7 +185,7 @@ def run_cell(trial: int, model: str, method: str, data: Split, cfg: StudyConfig)
                               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     est = make_model(model)
     if method == "baseline":
-        return {**record, **_baseline_cell(est, data)}
+        return {**record, **_baseline_cell(est, data, seed)}
     budget = None
     if method in EQUAL_TIME:
         ref = load_cell(cfg.out, trial, model, "tdshap")
