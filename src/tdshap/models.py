@@ -1,0 +1,184 @@
+"""Models by name: the registry behind ``--model`` and ``find_harmful(estimator=None)``.
+
+Each name maps to a classifier and a regressor (a name without one for a task
+is an error for that task). Models that depend on the scale of the features
+(``logreg``, ``ridge``, ``svr``, ``knn``, ``mlp``) are wrapped in a pipeline
+with a ``StandardScaler`` first: a user's raw columns can differ in scale by
+orders of magnitude. ``params`` go to the model itself, never to the scaler.
+
+Any other estimator is named by an import path ``package.module:Class``.
+Defaults are small and fast, because one valuation fits the model thousands
+of times: the tree is the paper's (depth 5), the forest has 50 trees, the
+gradient boosting is scikit-learn's histogram version (no LightGBM needed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sklearn.base import is_classifier
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+TASKS = ("classification", "regression")
+DEFAULT_MODEL = "dtree"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One registry name: ``"module:Class"`` per task, its defaults, whether to scale."""
+
+    classifier: str | None
+    regressor: str | None
+    defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scaled: bool = False
+    about: str = ""
+
+    def target(self, task: str) -> str | None:
+        return self.classifier if task == "classification" else self.regressor
+
+
+_SK = "sklearn."
+MODELS: dict[str, ModelEntry] = {
+    "dtree": ModelEntry(
+        _SK + "tree:DecisionTreeClassifier", _SK + "tree:DecisionTreeRegressor",
+        {"classification": {"max_depth": 5, "min_samples_leaf": 2},
+         "regression": {"max_depth": 5, "min_samples_leaf": 64}},
+        about="decision tree, the paper's settings (depth 5; leaf 2 / 64)",
+    ),
+    "rf": ModelEntry(
+        _SK + "ensemble:RandomForestClassifier", _SK + "ensemble:RandomForestRegressor",
+        {"classification": {"n_estimators": 50}, "regression": {"n_estimators": 50}},
+        about="random forest, 50 trees",
+    ),
+    "gbdt": ModelEntry(
+        _SK + "ensemble:HistGradientBoostingClassifier",
+        _SK + "ensemble:HistGradientBoostingRegressor",
+        about="histogram gradient boosting (scikit-learn; LightGBM not needed)",
+    ),
+    "logreg": ModelEntry(
+        _SK + "linear_model:LogisticRegression", None,
+        {"classification": {"max_iter": 1000}}, scaled=True,
+        about="logistic regression on standardised features (classification only)",
+    ),
+    "ridge": ModelEntry(
+        _SK + "linear_model:RidgeClassifier", _SK + "linear_model:Ridge", scaled=True,
+        about="ridge regression / ridge classifier on standardised features",
+    ),
+    "svr": ModelEntry(
+        _SK + "svm:SVC", _SK + "svm:SVR", scaled=True,
+        about="support vector machine, RBF kernel (SVR / SVC), standardised features",
+    ),
+    "knn": ModelEntry(
+        _SK + "neighbors:KNeighborsClassifier", _SK + "neighbors:KNeighborsRegressor",
+        scaled=True, about="5 nearest neighbours on standardised features",
+    ),
+    "mlp": ModelEntry(
+        _SK + "neural_network:MLPClassifier", _SK + "neural_network:MLPRegressor",
+        {"classification": {"max_iter": 1000}, "regression": {"max_iter": 1000}}, scaled=True,
+        about="one hidden layer of 100 units (slow: thousands of fits)",
+    ),
+}
+MODELS["svm"] = MODELS["svr"]
+
+
+def parse_params(text: str | None) -> dict[str, Any]:
+    """``--params`` JSON: an object of keyword arguments, or a ``ValueError``."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"--params is not valid JSON ({err.msg} at character {err.pos}): "
+            'write an object, e.g. --params \'{"max_depth": 3}\'.'
+        ) from None
+    if not isinstance(params, dict):
+        raise ValueError(
+            f"--params must be a JSON object of keyword arguments, got {type(params).__name__}: "
+            'e.g. --params \'{"max_depth": 3}\'.'
+        )
+    return params
+
+
+def import_class(path: str) -> Callable[..., Any]:
+    """``package.module:Class`` (or ``package.module.Class``) imported, or a ``ValueError``."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ValueError(f"model {path!r} is not an import path: write package.module:Class.")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"cannot import module {module_name!r} for model {path!r}: {err}.") \
+            from None
+    cls = getattr(module, attr, None)
+    if cls is None or not callable(cls):
+        raise ValueError(f"module {module_name!r} has no class {attr!r} (model {path!r}).")
+    return cls
+
+
+def _instantiate(cls: Callable[..., Any], params: dict[str, Any], label: str) -> Any:
+    """``cls(**params)`` after checking each name against the estimator's parameters."""
+    try:
+        known = set(cls().get_params(deep=False)) if hasattr(cls, "get_params") else None
+    except TypeError:  # a class that needs arguments: let it check its own
+        known = None
+    if known is not None:
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown parameter {unknown[0]!r} for {label}; its parameters are: "
+                f"{', '.join(sorted(known))}."
+            )
+    try:
+        model = cls(**params)
+    except TypeError as err:
+        raise ValueError(f"cannot build {label} with --params {params}: {err}.") from None
+    if not hasattr(model, "fit") or not hasattr(model, "predict"):
+        raise ValueError(f"{label} is not an estimator: it needs fit and predict methods.")
+    return model
+
+
+def describe(name: str) -> str:
+    """One line about a registry name or an import path."""
+    entry = MODELS.get(name)
+    return entry.about if entry is not None else f"imported from {name}"
+
+
+def build_model(name: str, task: str, params: dict[str, Any] | None = None) -> Any:
+    """The estimator for ``name`` (registry name or import path) and ``task``.
+
+    ``params`` override the registry's defaults; an unknown parameter is a
+    ``ValueError`` that lists the valid ones.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task={task!r} must be one of {TASKS}.")
+    params = dict(params or {})
+    entry = MODELS.get(name)
+    if entry is None:
+        if ":" not in name and "." not in name:
+            raise ValueError(
+                f"unknown model {name!r}: use one of {', '.join(sorted(MODELS))} "
+                "or an import path package.module:Class."
+            )
+        model = _instantiate(import_class(name), params, name)
+        if task == "classification" and not is_classifier(model):
+            # a regressor on labels would score nonsense: say so rather than run
+            if getattr(model, "_estimator_type", None) == "regressor":
+                raise ValueError(f"{name} is a regressor but the task is classification.")
+        return model
+    target = entry.target(task)
+    if target is None:
+        other = "regression" if task == "classification" else "classification"
+        raise ValueError(f"model {name!r} is for {other} only; the task is {task}.")
+    merged = {**entry.defaults.get(task, {}), **params}
+    model = _instantiate(import_class(target), merged, f"{name} ({target.split(':')[1]})")
+    if entry.scaled:
+        return Pipeline([("scale", StandardScaler()), ("model", model)])
+    return model
