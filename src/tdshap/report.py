@@ -118,10 +118,16 @@ def _md_table(header: list[str], rows: list[list[str]] | list[tuple[str, ...]]) 
     return "\n".join(out)
 
 
+def _source(name: str, setting: Any) -> str:
+    if setting.given:
+        return "given"
+    return "inferred" if name == "task" else "default"
+
+
 def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) -> str:
     """``report.md``: settings and why, scores, worst rows, fits and time, guarantee."""
     d, r = run.data, run.result
-    settings = [[name, f"`{_fmt(s.value, 6)}`", "given" if s.given else "default", s.why]
+    settings = [[name, f"`{_fmt(s.value, 6)}`", _source(name, s), s.why]
                 for name, s in run.settings.items()]
     parts = [
         "# tdshap report",
