@@ -195,7 +195,12 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     tau, eps = float(r.threshold or 0.0), float(run.settings["eps"].value)
     ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
     ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2, label=f"tau ± eps ({eps:.3g})")
-    ax.set_xlabel("training rows, sorted by value")
+    # a few extreme rows would squash the band around tau: show the middle 98%
+    lo, hi = np.percentile(r.values, [1, 99])
+    lo, hi = min(lo, tau - eps), max(hi, tau + eps)
+    pad = 0.1 * (hi - lo) if hi > lo else 1e-9
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlabel("training rows, sorted by value (y axis: 1st-99th percentile)")
     ax.set_ylabel(f"value ({run.metric} units)")
     ax.set_title(headline(run), fontsize=9)
     ax.grid(alpha=0.3)

@@ -227,7 +227,7 @@ class TableEncoder:
             num = X[self.numeric_].astype(float)
             if self.impute and num.isna().any().any():
                 self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
-                self._num_imputer.fit(num)
+                self._num_imputer.fit(num.to_numpy())
                 self.imputed_.update({c: float(v) for c, v, miss in zip(
                     self.numeric_, self._num_imputer.statistics_, num.isna().any(), strict=True)
                     if miss})
@@ -236,7 +236,7 @@ class TableEncoder:
             if self.impute and cat.isna().any().any():
                 self._cat_imputer = SimpleImputer(strategy="most_frequent",
                                                   keep_empty_features=True)
-                self._cat_imputer.fit(cat)
+                self._cat_imputer.fit(cat.to_numpy())
                 self.imputed_.update({c: v for c, v, miss in zip(
                     self.categorical_, self._cat_imputer.statistics_, cat.isna().any(),
                     strict=True) if miss})
