@@ -202,7 +202,7 @@ def run(
     given = set(given or ())
     if model is None or isinstance(model, str):
         model_name = model or DEFAULT_MODEL
-        estimator = build_model(model_name, data.task, params)
+        estimator = build_model(model_name, data.task, params, len(data.y_train))
         model_about = describe(model_name)
     else:
         estimator, model_name, model_about = model, type(model).__name__, "given estimator"

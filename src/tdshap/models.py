@@ -8,7 +8,10 @@ orders of magnitude. ``params`` go to the model itself, never to the scaler.
 
 Any other estimator is named by an import path ``package.module:Class``.
 Defaults are small and fast, because one valuation fits the model thousands
-of times: the tree is the paper's (depth 5), the forest has 50 trees, the
+of times: the tree has the paper's depth 5 and, for regression, its leaf size
+scaled with N (64 rows at N = 1000, at least 5: a fixed 64 leaves a tree of
+2-4 leaves on a few hundred rows, which no single row can change), the
+forest has 50 trees, the
 gradient boosting is scikit-learn's histogram version (no LightGBM needed).
 """
 
@@ -34,6 +37,7 @@ class ModelEntry:
 
     classifier: str | None
     regressor: str | None
+    # per task: parameter -> value, or a function of the number of training rows
     defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     scaled: bool = False
     about: str = ""
@@ -47,8 +51,9 @@ MODELS: dict[str, ModelEntry] = {
     "dtree": ModelEntry(
         _SK + "tree:DecisionTreeClassifier", _SK + "tree:DecisionTreeRegressor",
         {"classification": {"max_depth": 5, "min_samples_leaf": 2},
-         "regression": {"max_depth": 5, "min_samples_leaf": 64}},
-        about="decision tree, the paper's settings (depth 5; leaf 2 / 64)",
+         "regression": {"max_depth": 5, "min_samples_leaf": lambda n: max(5, round(0.064 * n))}},
+        about="decision tree, depth 5; leaves of >= 2 rows (classification) or 6.4% of the "
+        "training rows (regression, the paper's 64 at N = 1000)",
     ),
     "rf": ModelEntry(
         _SK + "ensemble:RandomForestClassifier", _SK + "ensemble:RandomForestRegressor",
@@ -151,11 +156,14 @@ def describe(name: str) -> str:
     return entry.about if entry is not None else f"imported from {name}"
 
 
-def build_model(name: str, task: str, params: dict[str, Any] | None = None) -> Any:
+def build_model(
+    name: str, task: str, params: dict[str, Any] | None = None, n_rows: int = 1000
+) -> Any:
     """The estimator for ``name`` (registry name or import path) and ``task``.
 
     ``params`` override the registry's defaults; an unknown parameter is a
-    ``ValueError`` that lists the valid ones.
+    ``ValueError`` that lists the valid ones. ``n_rows``: the number of
+    training rows, for defaults that scale with it.
     """
     if task not in TASKS:
         raise ValueError(f"task={task!r} must be one of {TASKS}.")
@@ -177,7 +185,9 @@ def build_model(name: str, task: str, params: dict[str, Any] | None = None) -> A
     if target is None:
         other = "regression" if task == "classification" else "classification"
         raise ValueError(f"model {name!r} is for {other} only; the task is {task}.")
-    merged = {**entry.defaults.get(task, {}), **params}
+    defaults = {k: v(n_rows) if callable(v) else v
+                for k, v in entry.defaults.get(task, {}).items()}
+    merged = {**defaults, **params}
     model = _instantiate(import_class(target), merged, f"{name} ({target.split(':')[1]})")
     if entry.scaled:
         return Pipeline([("scale", StandardScaler()), ("model", model)])
