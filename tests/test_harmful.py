@@ -72,6 +72,7 @@ def test_report_needs_a_run() -> None:
 
 
 # -- models -------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_every_registry_model_fits(name: str, task: str) -> None:

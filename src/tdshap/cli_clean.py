@@ -23,6 +23,7 @@ from tdshap.harmful import (
     DEFAULT_TEST_FRACTION,
     DEFAULT_VAL_FRACTION,
     HarmfulRun,
+    TDShapOptions,
     prepare,
     run,
 )
@@ -207,10 +208,10 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                    others.get("y_test"), task=opts["task"], val_fraction=opts["val_fraction"],
                    test_fraction=opts["test_fraction"], impute=opts["impute"],
                    seed=opts["seed"])
-    run_ = run(data, opts["model"], params=params, metric=opts["metric"], tau=opts["tau"],
-               eps=opts["eps"], k=opts["k"], n_min=opts["n_min"], max_iter=opts["max_iter"],
-               time_budget=opts["time_budget"], seed=opts["seed"], do_cleanse=do_cleanse,
-               progress=opts["progress"], given=given)
+    options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
+                            opts["max_iter"], opts["time_budget"])
+    run_ = run(data, opts["model"], params=params, metric=opts["metric"], options=options,
+               seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given)
     inputs = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
               "train": str(opts["train"]), "target": target}
     inputs.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})

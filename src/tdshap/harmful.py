@@ -43,6 +43,18 @@ class Setting:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class TDShapOptions:
+    """The :class:`~tdshap.TDShap` settings the façade and the CLI expose, with their defaults."""
+
+    tau: float | str = "auto"
+    eps: float | str = "auto"
+    k: int | str = "auto"
+    n_min: int | str = "auto"
+    max_iter: int | None = DEFAULT_MAX_ITER
+    time_budget: float | None = None
+
+
 @dataclass
 class PreparedData:
     """Encoded training/validation/test arrays and where the training rows came from."""
@@ -181,12 +193,7 @@ def run(
     *,
     params: dict[str, Any] | None = None,
     metric: str | None = None,
-    tau: float | str = "auto",
-    eps: float | str = "auto",
-    k: int | str = "auto",
-    n_min: int | str = "auto",
-    max_iter: int | None = DEFAULT_MAX_ITER,
-    time_budget: float | None = None,
+    options: TDShapOptions | None = None,
     seed: int = 0,
     do_cleanse: bool = True,
     progress: bool = False,
@@ -200,6 +207,8 @@ def run(
     """
     start = time.perf_counter()
     given = set(given or ())
+    o = options or TDShapOptions()
+    tau, eps, k, n_min = o.tau, o.eps, o.k, o.n_min
     if model is None or isinstance(model, str):
         model_name = model or DEFAULT_MODEL
         estimator = build_model(model_name, data.task, params, len(data.y_train))
@@ -209,8 +218,8 @@ def run(
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     n = len(data.y_train)
-    tdshap = TDShap(estimator, metric, tau=tau, eps=eps, k=k, n_min=n_min, max_iter=max_iter,
-                    time_budget=time_budget, random_state=seed, progress=progress)
+    tdshap = TDShap(estimator, metric, tau=tau, eps=eps, k=k, n_min=n_min, max_iter=o.max_iter,
+                    time_budget=o.time_budget, random_state=seed, progress=progress)
     k_used, n_min_used = tdshap._resolved_k(n), tdshap._resolved_n_min(n)
     try:
         check_block_size(n, k_used, n_min_used)
@@ -241,9 +250,9 @@ def run(
             k, "auto: min(50, N // 3) rows valued per chain of k + 1 fits")),
         "n_min": Setting(n_min_used, n_min != "auto", _auto_note(
             n_min, "auto: min(100, N // 3), the smallest prefix a marginal is measured on")),
-        "max_iter": Setting(max_iter, "max_iter" in given,
+        "max_iter": Setting(o.max_iter, "max_iter" in given,
                             "given" if "max_iter" in given else "default: the paper's 50 rounds"),
-        "time_budget": Setting(time_budget, time_budget is not None, "seconds, then stop"),
+        "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
         "seed": Setting(seed, "seed" in given, ""),
     }
     return HarmfulRun(data, model_name, estimator, metric, settings, result, cleansing,
@@ -348,8 +357,8 @@ def find_harmful(
         given.add("metric")
     if max_iter != DEFAULT_MAX_ITER:
         given.add("max_iter")
-    result = run(data, estimator, metric=metric, tau=tau, eps=eps, k=k, n_min=n_min,
-                 max_iter=max_iter, time_budget=time_budget, seed=random_state,
+    options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
+    result = run(data, estimator, metric=metric, options=options, seed=random_state,
                  do_cleanse=cleanse, progress=progress, given=given)
     rows = HarmfulRows(result.frame())
     rows.run = result
