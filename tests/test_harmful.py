@@ -91,6 +91,8 @@ def test_params_override_defaults_and_reach_the_model() -> None:
     tree = build_model("dtree", "regression", {"max_depth": 2}, n_rows=1000)
     assert tree.get_params()["max_depth"] == 2 and tree.get_params()["min_samples_leaf"] == 64
     assert build_model("dtree", "regression", n_rows=40).min_samples_leaf == 5
+    assert build_model("dtree", "regression", n_rows=221).min_samples_leaf == 14
+    assert build_model("dtree", "regression", n_rows=5000).min_samples_leaf == 64
     pipe = build_model("ridge", "regression", parse_params('{"alpha": 3.5}'))
     assert pipe.named_steps["model"].alpha == 3.5
     imported = build_model("sklearn.neighbors:KNeighborsRegressor", "regression",

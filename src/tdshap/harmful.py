@@ -240,6 +240,8 @@ def run(
         "model": Setting(model_name, "model" in given, model_about if "model" in given else
                          f"default: {model_about}; fast to fit thousands of times"),
         "params": Setting(params or {}, bool(params), ""),
+        "estimator": Setting(" ".join(repr(estimator).split()), "model" in given,
+                             "what is fitted, defaults resolved"),
         "metric": Setting(metric, "metric" in given,
                           "given" if "metric" in given else f"default for {data.task}"),
         "tau": Setting(tdshap.tau_, tau != "auto", _auto_note(

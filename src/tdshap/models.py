@@ -8,10 +8,10 @@ orders of magnitude. ``params`` go to the model itself, never to the scaler.
 
 Any other estimator is named by an import path ``package.module:Class``.
 Defaults are small and fast, because one valuation fits the model thousands
-of times: the tree has the paper's depth 5 and, for regression, its leaf size
-scaled with N (64 rows at N = 1000, at least 5: a fixed 64 leaves a tree of
-2-4 leaves on a few hundred rows, which no single row can change), the
-forest has 50 trees, the
+of times: the tree has the paper's depth 5 and, for regression, its leaves
+of 64 rows scaled down below N = 1000 (6.4% of N, at least 5: a fixed 64
+leaves a tree of 2-4 leaves on a few hundred rows, which no single row can
+change), the forest has 50 trees, the
 gradient boosting is scikit-learn's histogram version (no LightGBM needed).
 """
 
@@ -46,14 +46,19 @@ class ModelEntry:
         return self.classifier if task == "classification" else self.regressor
 
 
+def _leaf_rows(n: int) -> int:
+    """Regression tree leaf size: the paper's 64 at N >= 1000, 6.4% of N below, >= 5."""
+    return min(64, max(5, round(0.064 * n)))
+
+
 _SK = "sklearn."
 MODELS: dict[str, ModelEntry] = {
     "dtree": ModelEntry(
         _SK + "tree:DecisionTreeClassifier", _SK + "tree:DecisionTreeRegressor",
         {"classification": {"max_depth": 5, "min_samples_leaf": 2},
-         "regression": {"max_depth": 5, "min_samples_leaf": lambda n: max(5, round(0.064 * n))}},
-        about="decision tree, depth 5; leaves of >= 2 rows (classification) or 6.4% of the "
-        "training rows (regression, the paper's 64 at N = 1000)",
+         "regression": {"max_depth": 5, "min_samples_leaf": _leaf_rows}},
+        about="decision tree, depth 5; leaves of >= 2 rows (classification) or "
+        "min(64, max(5, 6.4% of N)) rows (regression; the paper's 64 from N = 1000)",
     ),
     "rf": ModelEntry(
         _SK + "ensemble:RandomForestClassifier", _SK + "ensemble:RandomForestRegressor",
