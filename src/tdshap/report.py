@@ -25,7 +25,7 @@ def _fmt(x: Any, digits: int = 4) -> str:
     if isinstance(x, bool | np.bool_):
         return "yes" if x else "no"
     if isinstance(x, int | np.integer):
-        return f"{int(x):,}"
+        return f"{int(x):,}" if abs(x) < 10**7 else f"{float(x):.3g}"
     if isinstance(x, float | np.floating):
         if not np.isfinite(x):
             return "n/a"
