@@ -203,6 +203,14 @@ def test_clean_writes_every_output(tmp_path: Path) -> None:
     assert f"`{tau:.6g}`" in report  # the tau actually used
 
 
+def test_value_holds_out_no_test_rows(tmp_path: Path) -> None:
+    write(table(), tmp_path / "train.csv")
+    res = tdshap("value", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "held out 10 rows for validation (stratified by class)" in res.stdout
+    assert len(pd.read_csv(tmp_path / "out" / "values.csv")) == 30
+
+
 def test_value_stops_after_valuation(tmp_path: Path) -> None:
     write(table(task="regression"), tmp_path / "train.csv")
     write(table(seed=1, task="regression"), tmp_path / "val.csv")

@@ -74,7 +74,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True,
                      help="Without --val and --test: share of TRAIN's rows held out for the "
                      "test curve and score; 0 values more rows but then the after score is "
-                     "measured on validation only."),
+                     "measured on validation only. `tdshap value` holds out none unless given."),
         click.option("--task", type=click.Choice(["classification", "regression"]),
                      help="Default: inferred from the target (text or <= 20 whole-number "
                      "values: classification), and said so."),
@@ -206,7 +206,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                 path, target, id_col, f"{'validation' if key == 'val' else 'test'}", frame)
     data = prepare(X, y, others.get("X_val"), others.get("y_val"), others.get("X_test"),
                    others.get("y_test"), task=opts["task"], val_fraction=opts["val_fraction"],
-                   test_fraction=opts["test_fraction"], impute=opts["impute"],
+                   test_fraction=opts["test_fraction"] if do_cleanse or "test_fraction" in given
+                   else 0.0, impute=opts["impute"],
                    seed=opts["seed"])
     options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
                             opts["max_iter"], opts["time_budget"])

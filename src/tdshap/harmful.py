@@ -300,7 +300,7 @@ def find_harmful(
     task: str | None = None,
     metric: str | None = None,
     val_fraction: float = DEFAULT_VAL_FRACTION,
-    test_fraction: float = DEFAULT_TEST_FRACTION,
+    test_fraction: float | None = None,
     tau: float | str = "auto",
     eps: float | str = "auto",
     k: int | str = "auto",
@@ -326,8 +326,9 @@ def find_harmful(
     X_val, y_val, X_test, y_test:
         Validation (and test) data. Without validation data,
         ``val_fraction`` of the rows are held out for validation and
-        ``test_fraction`` for an honest before/after score (stratified for
-        classification); only the remaining rows are valued and returned.
+        ``test_fraction`` (default 0.25 with ``cleanse``, else 0) for an
+        honest before/after score (stratified for classification); only the
+        remaining rows are valued and returned.
     task:
         ``"classification"`` or ``"regression"``; inferred from ``y`` if None.
     metric, tau, eps, k, n_min, max_iter, time_budget:
@@ -351,6 +352,8 @@ def find_harmful(
             xo = _as_frame(Xo, f"X_{name}")
             frames[f"X_{name}"] = xo
             frames[f"y_{name}"] = None if yo is None else _as_series(yo, f"y_{name}", xo.index)
+    if test_fraction is None:  # test rows only serve the after-cleansing score
+        test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
     data = prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
                    frames.get("y_test"), task=task, val_fraction=val_fraction,
                    test_fraction=test_fraction, impute=impute, seed=random_state)
