@@ -39,6 +39,16 @@ def headline(run: HarmfulRun) -> str:
             f"(value <= tau = {_fmt(r.threshold)}, eps = {_fmt(run.settings['eps'].value)})")
 
 
+def certainty_line(run: HarmfulRun) -> str:
+    """How sure the harmful flags are: intervals wholly below tau, single-pull flags."""
+    r = run.result
+    flagged = r.is_harmful
+    sure = int(np.sum(flagged & (r.ci_high < r.threshold)))
+    single = int(np.sum(flagged & (r.counts < 2)))
+    return (f"of the flagged rows, {sure} have their whole 95% interval below tau and "
+            f"{single} rest on a single pull (no interval)")
+
+
 def score_rows(run: HarmfulRun) -> list[tuple[str, str, str]]:
     """``(set, before, after)`` rows of the before/after table."""
     c = run.cleansing
@@ -90,6 +100,7 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
     task_how = "given" if d.task_given else f"inferred: {d.task_reason}"
     lines = [
         f"TDShap: {headline(run)}",
+        certainty_line(run),
         f"task {d.task} ({task_how}); model {run.model_name}; metric {run.metric}",
         f"data: {len(d.y_train)} training rows valued; {d.split_note}",
         f"settings: k={s['k'].value}, n_min={s['n_min'].value}, max_iter={s['max_iter'].value}"
@@ -131,7 +142,7 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
                 for name, s in run.settings.items()]
     parts = [
         "# tdshap report",
-        f"**{headline(run)}.**",
+        f"**{headline(run)}.** {certainty_line(run).capitalize()}.",
         "## Inputs\n" + "\n".join(f"- {k}: `{v}`" for k, v in inputs.items()),
         "## Data\n" + "\n".join([
             f"- task: **{d.task}** ({'given' if d.task_given else 'inferred: ' + d.task_reason})",
