@@ -73,7 +73,6 @@ class TDShap(BaseValuation):
         metric: Any = None,
         tau: float | str = -0.01,
         eps: float | str = 0.01,
-        eps_factor: float = DEFAULT_EPS_FACTOR,
         n_min: int | str = "auto",
         k: int | str = "auto",
         max_iter: int | None = 50,
@@ -81,6 +80,7 @@ class TDShap(BaseValuation):
         tol: float | None = None,
         window: int = 10,
         stopping: StoppingCriterion | None = None,
+        eps_factor: float = DEFAULT_EPS_FACTOR,
         on_error: str = "fallback",
         seed_mode: str = "chain",
         random_state: Any = None,
@@ -90,7 +90,6 @@ class TDShap(BaseValuation):
         self.metric = metric
         self.tau = tau
         self.eps = eps
-        self.eps_factor = eps_factor
         self.n_min = n_min
         self.k = k
         self.max_iter = max_iter
@@ -98,6 +97,7 @@ class TDShap(BaseValuation):
         self.tol = tol
         self.window = window
         self.stopping = stopping
+        self.eps_factor = eps_factor
         self.on_error = on_error
         self.seed_mode = seed_mode
         self.random_state = random_state
