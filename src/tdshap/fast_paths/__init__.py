@@ -1,0 +1,1 @@
+"""Exact fast paths: chains evaluated incrementally for models that allow it."""
