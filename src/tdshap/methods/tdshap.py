@@ -55,6 +55,10 @@ class TDShap(BaseValuation):
         Seed (int) or ``numpy.random.Generator``; same seed, same result.
     progress:
         Show a progress bar.
+    fast_path:
+        Use an exact incremental utility when the estimator allows one (Ridge,
+        LinearRegression, k-NN; see :mod:`tdshap.fast_paths`): same values,
+        far fewer fits. ``result_.extra["fast_path"]`` says which was used.
 
     Attributes
     ----------
@@ -85,6 +89,7 @@ class TDShap(BaseValuation):
         seed_mode: str = "chain",
         random_state: Any = None,
         progress: bool = False,
+        fast_path: bool = True,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -102,6 +107,7 @@ class TDShap(BaseValuation):
         self.seed_mode = seed_mode
         self.random_state = random_state
         self.progress = progress
+        self.fast_path = fast_path
 
     # -- parameters ------------------------------------------------------
     def _resolved_k(self, n: int) -> int:
