@@ -19,6 +19,8 @@ from tdshap.fast_paths import (
 )
 from tdshap.utility import Utility
 
+pytestmark = pytest.mark.usefixtures("single_threaded")
+
 
 def _regression(n=90, seed=0):
     rng = np.random.default_rng(seed)
@@ -87,7 +89,7 @@ def test_knn_run_identical_values(breast_cancer_small):
     d = breast_cancer_small
     data = (d.X_train, d.y_train, d.X_val, d.y_val)
     knn = KNeighborsClassifier(5)
-    on, off = (_run(knn, "accuracy", data, f, max_iter=5, k=10, n_min=10)
+    on, off = (_run(knn, "accuracy", data, f, max_iter=2, k=10, n_min=10)
                for f in (True, False))
     np.testing.assert_array_equal(on.values, off.values)
     assert on.extra["fast_path"] == "kneighbors"

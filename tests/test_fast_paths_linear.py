@@ -13,6 +13,8 @@ from tdshap.fast_paths.base import NotEligible
 from tdshap.fast_paths.linear import LinearChainUtility
 from tdshap.utility import Truncation, Utility
 
+pytestmark = pytest.mark.usefixtures("single_threaded")
+
 
 def _regression(n: int, d: int, seed: int, offset: float = 0.0):
     rng = np.random.default_rng(seed)
