@@ -43,8 +43,8 @@ TIE_MARGIN = 16.0
 WEIGHT_RTOL = 1e-10
 # distance-weighted class scores this close count as tied
 VOTE_RTOL = 1e-9
-# the validation x training distance matrix is kept: at most 2**25 entries (256 MiB)
-MAX_DISTANCE_ENTRIES = 2**25
+# validation x training distances and ranks are kept: at most 2**24 of each (192 MiB)
+MAX_DISTANCE_ENTRIES = 2**24
 
 
 def neighbors_parameters(model: Any) -> tuple[int, str]:
@@ -91,6 +91,9 @@ class NeighborsChainUtility(FastPathUtility):
         Xf, Xvf = transform_once(estimator, X, X_val)
         # row t: squared distances from training row t to every validation point
         self._dist2 = cdist(Xf, Xvf, "sqeuclidean")
+        # row v: training rows by increasing distance to validation point v, so that a
+        # prefix's nearest rows are found near the front instead of partitioning it all
+        self._by_distance = np.argsort(self._dist2.T, axis=1, kind="stable").astype(np.int32)
         norms = np.einsum("ij,ij->i", Xvf, Xvf) + float(np.max(np.einsum("ij,ij->i", Xf, Xf)))
         rounding = 2 * (Xf.shape[1] + 2) * EPS * norms  # bound on a squared distance's error
         self._tie = TIE_MARGIN * rounding
@@ -103,21 +106,23 @@ class NeighborsChainUtility(FastPathUtility):
 
     # -- predictions -----------------------------------------------------
     def _update(self, state: _NeighborLists, rows: np.ndarray) -> None:
-        """Predictions and tie flags of the validation points ``rows``."""
+        """Predictions and tie flags of the validation points ``rows``.
+
+        Called under ``np.errstate(divide="ignore", invalid="ignore")``: ``inf - inf``
+        while the subset has fewer than k rows, ``1/0`` for duplicates; both are
+        flagged as not exact.
+        """
         k = self.k
         d2, nbr = state.dist2[rows], state.index[rows, :k]
-        with np.errstate(invalid="ignore"):  # inf - inf while the subset is smaller than k
-            tied = d2[:, k] - d2[:, k - 1] <= self._tie[rows]
+        tied = d2[:, k] - d2[:, k - 1] <= self._tie[rows]
         weights = None
         if self.weights == "distance":
             tied |= d2[:, 0] <= self._zero[rows]
-            with np.errstate(divide="ignore"):
-                weights = 1.0 / np.sqrt(d2[:, :k])
+            weights = 1.0 / np.sqrt(d2[:, :k])
         if self.classifier:
             onehot = self._codes[nbr][:, :, None] == np.arange(len(self._labels))
-            with np.errstate(invalid="ignore"):  # inf weights (duplicates) are flagged above
-                votes = (onehot.sum(axis=1) if weights is None
-                         else (onehot * weights[:, :, None]).sum(axis=1))
+            votes = (onehot.sum(axis=1) if weights is None
+                     else (onehot * weights[:, :, None]).sum(axis=1))
             best = np.argmax(votes, axis=1)  # ties: the smallest label, as scikit-learn
             if weights is not None:
                 top2 = np.sort(votes, axis=1)[:, -2:] if votes.shape[1] > 1 else None
@@ -127,49 +132,69 @@ class NeighborsChainUtility(FastPathUtility):
         elif weights is None:
             state.pred[rows] = np.mean(self._target[nbr], axis=1)
         else:
-            with np.errstate(invalid="ignore"):
-                state.pred[rows] = (np.sum(self._target[nbr] * weights, axis=1)
-                                    / np.sum(weights, axis=1))
+            state.pred[rows] = np.sum(self._target[nbr] * weights, axis=1) / np.sum(weights,
+                                                                                 axis=1)
         state.tied[rows] = tied
 
     def _exact(self, state: _NeighborLists) -> bool:
         return state.size >= self.k and not state.tied.any()
 
     # -- the chain -------------------------------------------------------
-    def _start_chain(self, prefix: np.ndarray) -> tuple[_NeighborLists, np.ndarray | None]:
-        m, k1 = self._dist2.shape[1], self.k + 1
-        dist2 = np.full((m, k1), np.inf)
+    def _nearest(self, prefix: np.ndarray) -> np.ndarray:
+        """Per validation point, its ``k + 1`` nearest rows of ``prefix`` (-1: none), nearest
+        first: the first members of ``prefix`` in its distance order, searched in a window
+        that doubles for the points that need more."""
+        n, m, k1 = self.n, len(self._by_distance), self.k + 1
+        member = np.zeros(n, dtype=bool)
+        member[prefix] = True
         index = np.full((m, k1), -1, dtype=np.intp)
-        if len(prefix):
-            D = self._dist2[prefix]  # (p, m)
-            near = (np.argpartition(D, k1 - 1, axis=0)[:k1] if len(prefix) > k1
-                    else np.broadcast_to(np.arange(len(prefix))[:, None], D.shape))
-            d = np.take_along_axis(D, near, axis=0)
-            order = np.argsort(d, axis=0, kind="stable")
-            dist2[:, : len(d)] = np.take_along_axis(d, order, axis=0).T
-            index[:, : len(d)] = prefix[np.take_along_axis(near, order, axis=0)].T
+        points = np.arange(m)
+        width = min(n, 2 * k1 * n // max(len(prefix), 1) + 16)
+        while len(points):
+            cand = self._by_distance[points, :width]
+            inside = member[cand]
+            rank = np.cumsum(inside, axis=1)
+            done = rank[:, -1] >= k1 if width < n else np.ones(len(points), dtype=bool)
+            rows, cols = np.nonzero(inside[done] & (rank[done] <= k1))
+            index[points[done][rows], rank[done][rows, cols] - 1] = cand[done][rows, cols]
+            points, width = points[~done], min(n, 2 * width)
+        return index
+
+    def _start_chain(self, prefix: np.ndarray) -> tuple[_NeighborLists, np.ndarray | None]:
+        m = len(self._by_distance)
+        index = self._nearest(prefix)
+        dist2 = np.where(index >= 0, self._dist2[index, np.arange(m)[:, None]], np.inf)
         state = _NeighborLists(dist2, index, len(prefix))
         state.pred = np.empty(m, dtype=self._labels.dtype if self.classifier else float)
-        self._update(state, np.arange(m))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self._update(state, np.arange(m))
         return state, state.pred.copy() if self._exact(state) else None
 
     def _extend_chain(
         self, state: _NeighborLists, rows: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        k1 = self.k + 1
+        cols = np.arange(self.k + 1)
         preds = np.empty((len(rows), len(state.pred)), dtype=state.pred.dtype)
         exact = np.empty(len(rows), dtype=bool)
-        for i, b in enumerate(rows):
-            d = self._dist2[b]
-            hit = np.flatnonzero(d < state.dist2[:, -1])
-            if len(hit):
-                merged = np.concatenate([state.dist2[hit], d[hit, None]], axis=1)
-                order = np.argsort(merged, axis=1, kind="stable")[:, :k1]
-                state.dist2[hit] = np.take_along_axis(merged, order, axis=1)
-                ids = np.concatenate([state.index[hit], np.full((len(hit), 1), b)], axis=1)
-                state.index[hit] = np.take_along_axis(ids, order, axis=1)
-                self._update(state, hit)
-            state.size += 1
-            preds[i] = state.pred
-            exact[i] = self._exact(state)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for i, b in enumerate(rows):
+                self._add(state, b, cols)
+                preds[i] = state.pred
+                exact[i] = self._exact(state)
         return preds, exact
+
+    def _add(self, state: _NeighborLists, b: int, cols: np.ndarray) -> None:
+        """Add training row ``b`` to the subset (``cols``: ``arange(k + 1)``)."""
+        d = self._dist2[b]
+        hit = np.flatnonzero(d < state.dist2[:, -1])
+        if len(hit):
+            # insert b into each sorted list it enters (after equal distances); the last
+            # entry drops out
+            near, dh = state.dist2[hit], d[hit, None]
+            pos = np.count_nonzero(near <= dh, axis=1)[:, None]
+            src = (hit[:, None], cols - (cols > pos))
+            at = cols == pos
+            state.dist2[hit] = np.where(at, dh, state.dist2[src])
+            state.index[hit] = np.where(at, b, state.index[src])
+            self._update(state, hit)
+        state.size += 1
