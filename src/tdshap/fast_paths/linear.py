@@ -59,7 +59,7 @@ def linear_parameters(model: Any) -> tuple[float, bool]:
 
 
 class _LinearChain:
-    """Normal equations of the current subset: ``M``, ``r``, subset size."""
+    """Normal equations ``M θ = r`` of the chain's current subset."""
 
     def __init__(self, M: np.ndarray, r: np.ndarray) -> None:
         self.M, self.r = M, r

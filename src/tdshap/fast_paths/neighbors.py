@@ -124,10 +124,9 @@ class NeighborsChainUtility(FastPathUtility):
             votes = (onehot.sum(axis=1) if weights is None
                      else (onehot * weights[:, :, None]).sum(axis=1))
             best = np.argmax(votes, axis=1)  # ties: the smallest label, as scikit-learn
-            if weights is not None:
-                top2 = np.sort(votes, axis=1)[:, -2:] if votes.shape[1] > 1 else None
-                if top2 is not None:
-                    tied |= top2[:, 1] - top2[:, 0] <= VOTE_RTOL * top2[:, 1]
+            if weights is not None and votes.shape[1] > 1:  # integer votes tie exactly
+                top2 = np.sort(votes, axis=1)[:, -2:]
+                tied |= top2[:, 1] - top2[:, 0] <= VOTE_RTOL * top2[:, 1]
             state.pred[rows] = self._labels[best]
         elif weights is None:
             state.pred[rows] = np.mean(self._target[nbr], axis=1)
