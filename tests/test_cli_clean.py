@@ -134,8 +134,8 @@ def test_invalid_params_json(tmp_path: Path, train: Path) -> None:
 
 
 def test_unknown_model_parameter(tmp_path: Path, train: Path) -> None:
-    res = tdshap("clean", train, "--target", "y", "--params", '{"depth": 3}', "--out", "out",
-                 cwd=tmp_path)
+    res = tdshap("clean", train, "--target", "y", "--model", "dtree", "--params",
+                 '{"depth": 3}', "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "unknown parameter 'depth'", "max_depth")
 
 

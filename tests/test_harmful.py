@@ -50,8 +50,8 @@ def test_find_harmful_numpy_arrays_and_given_validation() -> None:
 def test_find_harmful_flags_planted_label_noise() -> None:
     """With the defaults only, flagged rows are enriched in flipped labels.
 
-    Over dataset seeds 0-4 this setting gives 1.6-2.2x the base rate among
-    flagged rows and a recall of 0.50-0.55 (benchmarks/defaults_unseen.py has more).
+    Over dataset seeds 0-4 this setting gives 2.1-3.8x the base rate among
+    flagged rows and a recall of 0.40-0.70 (benchmarks/defaults_unseen.py has more).
     """
     X, y = make_classification(n_samples=400, n_features=6, n_informative=4, class_sep=1.5,
                                random_state=0)
@@ -62,7 +62,7 @@ def test_find_harmful_flags_planted_label_noise() -> None:
                                X_test=X[300:], y_test=y[300:], random_state=0)
     flagged = rows["is_harmful"].to_numpy()
     is_noise = np.isin(np.arange(200), noisy)
-    assert is_noise[flagged].mean() >= 1.5 * is_noise.mean()
+    assert is_noise[flagged].mean() >= 2 * is_noise.mean()
     assert flagged[is_noise].mean() >= 0.4
 
 
@@ -83,7 +83,7 @@ def test_every_registry_model_fits(name: str, task: str) -> None:
             build_model(name, task)
         return
     model = build_model(name, task, {"max_iter": 50} if name == "mlp" else None)
-    assert isinstance(model, Pipeline) == MODELS[name].scaled
+    assert not isinstance(model, Pipeline)  # scaling is the encoder's job
     assert model.fit(X, y).predict(X).shape == (40,)
 
 
@@ -93,8 +93,7 @@ def test_params_override_defaults_and_reach_the_model() -> None:
     assert build_model("dtree", "regression", n_rows=40).min_samples_leaf == 5
     assert build_model("dtree", "regression", n_rows=221).min_samples_leaf == 14
     assert build_model("dtree", "regression", n_rows=5000).min_samples_leaf == 64
-    pipe = build_model("ridge", "regression", parse_params('{"alpha": 3.5}'))
-    assert pipe.named_steps["model"].alpha == 3.5
+    assert build_model("ridge", "regression", parse_params('{"alpha": 3.5}')).alpha == 3.5
     imported = build_model("sklearn.neighbors:KNeighborsRegressor", "regression",
                            {"n_neighbors": 2})
     assert imported.n_neighbors == 2
@@ -125,7 +124,8 @@ def test_encoder_one_hot_rule_and_unseen_levels() -> None:
     assert len(many_cols) == MAX_LEVELS and "many_infrequent_sklearn" in many_cols
     new = pd.DataFrame({"num": [1.0], "few": ["zzz"], "many": ["never-seen"]})
     row = enc.transform(new)[0]
-    assert row[0] == 1.0 and row[1:4].sum() == 0  # unseen few-level: all zeros
+    assert row[0] == pytest.approx((1.0 - 29.5) / np.arange(60.0).std())  # standardised
+    assert row[1:4].sum() == 0  # unseen few-level: all zeros
     assert row[names.index("many_infrequent_sklearn")] == 1.0  # unseen many-level: infrequent
 
 
@@ -136,7 +136,11 @@ def test_encoder_impute_uses_training_rows() -> None:
     enc = TableEncoder(impute=True).fit(train)
     assert enc.imputed_ == {"x": 3.0, "c": "u"}
     out = enc.transform(train)
-    assert out[1, 0] == 3.0 and list(out[1, 1:]) == [1.0, 0.0]
+    filled = np.array([1.0, 3.0, 3.0, 10.0])
+    np.testing.assert_allclose(out[:, 0], (filled - filled.mean()) / filled.std())
+    assert list(out[1, 1:]) == [1.0, 0.0]
+    held_out = enc.transform(pd.DataFrame({"x": [np.nan], "c": [None]}))
+    assert held_out[0, 0] == out[1, 0] and list(held_out[0, 1:]) == [1.0, 0.0]
 
 
 def test_holdout_split_is_stratified_and_disjoint() -> None:

@@ -238,7 +238,8 @@ def run(
     settings = {
         "task": Setting(data.task, data.task_given, data.task_reason),
         "model": Setting(model_name, "model" in given, model_about if "model" in given else
-                         f"default: {model_about}; fast to fit thousands of times"),
+                         f"default: {model_about}; exact fast path (no refits), and on "
+                         "untuned data better than the tree (docs/benchmarks.md)"),
         "params": Setting(params or {}, bool(params), ""),
         "estimator": Setting(" ".join(repr(estimator).split()), "model" in given,
                              "what is fitted, defaults resolved"),
@@ -320,9 +321,9 @@ def find_harmful(
         A pandas DataFrame (text columns are one-hot encoded, see
         :mod:`tdshap.tabular`) or a numpy array, and the targets.
     estimator:
-        A scikit-learn estimator, a registry name (``"dtree"``, ``"rf"``,
+        A scikit-learn estimator, a registry name (``"knn"``, ``"dtree"``, ``"rf"``,
         ``"gbdt"``, ``"logreg"``, ``"ridge"``, ``"svr"``, ``"knn"``, ``"mlp"``)
-        or ``None`` for ``"dtree"``.
+        or ``None`` for ``"knn"`` (5 nearest neighbours).
     X_val, y_val, X_test, y_test:
         Validation (and test) data. Without validation data,
         ``val_fraction`` of the rows are held out for validation and

@@ -68,7 +68,10 @@ def _stopped_by(r: Any) -> str:
 def cost_line(run: HarmfulRun) -> str:
     r = run.result
     grid = 0 if run.cleansing is None else len(run.cleansing.grid)
-    return (f"valuation {r.n_fits:,} fits in {r.wall_seconds:.1f} s "
+    fast = r.extra.get("fast_path")
+    how = (f"{r.n_evaluations:,} evaluations by the exact {fast} fast path, {r.n_fits:,} refits"
+           if fast else f"{r.n_fits:,} fits")
+    return (f"valuation {how} in {r.wall_seconds:.1f} s "
             f"({r.fit_seconds:.1f} s inside fit/score), "
             f"{r.extra.get('rounds', 0)} rounds after initialisation, stopped by "
             f"{_stopped_by(r)}; cleansing {grid} fits; total {run.seconds:.1f} s")

@@ -11,7 +11,10 @@ Task (when not given)
     (class labels 0/1/2...); everything else is regression.
 
 Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
-    * numeric and boolean columns are used as they are;
+    * numeric and boolean columns are standardised with the training rows'
+      mean and standard deviation, once, before valuation: distance- and
+      penalty-based models need it, trees are unaffected, and the model stays
+      a bare estimator (so :mod:`tdshap.fast_paths` apply to Ridge and k-NN);
     * text/categorical columns are one-hot encoded. A column with at most
       ``MAX_LEVELS`` levels gets one 0/1 column per level; a column with more
       keeps one column for each of its ``MAX_LEVELS - 1`` most frequent levels
@@ -225,18 +228,22 @@ class TableEncoder:
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
             num = X[self.numeric_].astype(float)
-            if self.impute and num.isna().any().any():
+            if self.impute:  # fitted even without NaN here: held-out rows may have some
                 self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
                 self._num_imputer.fit(num.to_numpy())
                 self.imputed_.update({c: float(v) for c, v, miss in zip(
                     self.numeric_, self._num_imputer.statistics_, num.isna().any(), strict=True)
                     if miss})
+            filled = self._fill_numbers(num.to_numpy())
+            self.mean_ = filled.mean(axis=0)
+            std = filled.std(axis=0)
+            self.scale_ = np.where(std > 0, std, 1.0)  # a constant column stays constant
         if self.categorical_:
             cat = X[self.categorical_].astype(object)
-            if self.impute and cat.isna().any().any():
+            if self.impute:
                 self._cat_imputer = SimpleImputer(strategy="most_frequent",
                                                   keep_empty_features=True)
-                self._cat_imputer.fit(cat.to_numpy())
+                self._cat_imputer.fit(cat.where(cat.notna(), np.nan).to_numpy())
                 self.imputed_.update({c: v for c, v, miss in zip(
                     self.categorical_, self._cat_imputer.statistics_, cat.isna().any(),
                     strict=True) if miss})
@@ -270,8 +277,12 @@ class TableEncoder:
                 "impute=True in Python)."
             )
 
+    def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
+        return num if self._num_imputer is None else self._num_imputer.transform(num)
+
     def _filled_text(self, cat: pd.DataFrame) -> np.ndarray:
-        arr = cat.to_numpy(dtype=object)
+        # None, NaN, pd.NA: all one "missing" for the imputer
+        arr = cat.where(cat.notna(), np.nan).to_numpy(dtype=object)
         if self._cat_imputer is not None:
             arr = self._cat_imputer.transform(arr)
         return arr.astype(str)
@@ -280,16 +291,10 @@ class TableEncoder:
         self._check_missing(X)
         parts = []
         if self.numeric_:
-            num = X[self.numeric_].astype(float).to_numpy()
-            if self._num_imputer is not None:
-                num = self._num_imputer.transform(num)
-            elif self.impute and np.isnan(num).any():  # no NaN in the training rows
-                num = np.where(np.isnan(num), np.nanmedian(num, axis=0), num)
-            parts.append(num)
+            num = self._fill_numbers(X[self.numeric_].astype(float).to_numpy())
+            parts.append((num - self.mean_) / self.scale_)
         if self.categorical_:
             cat = X[self.categorical_].astype(object)
-            if self._cat_imputer is None and self.impute:
-                cat = cat.fillna("missing")
             parts.append(self._onehot.transform(self._filled_text(cat)))
         return np.hstack(parts) if parts else np.empty((len(X), 0))
 
