@@ -49,6 +49,18 @@ def certainty_line(run: HarmfulRun) -> str:
             f"{single} rest on a single pull (no interval)")
 
 
+def overfit_warning(run: HarmfulRun) -> str | None:
+    """Said when the cut helped the validation rows but not the test rows."""
+    c = run.cleansing
+    if c is None or c.baseline_test is None or c.n_remove == 0:
+        return None
+    if c.cleaned_test is not None and c.cleaned_test <= c.baseline_test:
+        return (f"warning: removing {c.n_remove} rows improved the validation score but not "
+                "the test score: the cut fits the validation rows; check curve.png before "
+                "dropping them")
+    return None
+
+
 def score_rows(run: HarmfulRun) -> list[tuple[str, str, str]]:
     """``(set, before, after)`` rows of the before/after table."""
     c = run.cleansing
@@ -115,6 +127,8 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         width = max(len(r[0]) for r in score_rows(run))
         lines.append(f"  {'':{width}}  {'before':>9}  {'after':>9}")
         lines += [f"  {a:{width}}  {b:>9}  {c:>9}" for a, b, c in score_rows(run)]
+        if overfit_warning(run):
+            lines.append(str(overfit_warning(run)))
     lines.append(cost_line(run))
     pulls = (run.result.guarantee or {}).get("pulls", 0)
     lines.append(f"guarantee (Theorem 2), {pulls:,} pulls made:")
@@ -165,6 +179,7 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
             + ("" if c.baseline_test is not None else
                " No test rows: the after-cleaning validation score is optimistic.")
             + "\n\n" + _md_table(["score", "before", "after"], score_rows(run))
+            + (f"\n\n**{overfit_warning(run)}.**" if overfit_warning(run) else "")
         )
     worst = worst_rows(run, n_worst)
     parts.append(
