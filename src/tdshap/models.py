@@ -50,47 +50,38 @@ def _leaf_rows(n: int) -> int:
     return min(64, max(5, round(0.064 * n)))
 
 
-_SK = "sklearn."
+def _sk(module: str, classifier: str | None, regressor: str | None) -> tuple[str | None, ...]:
+    """``sklearn.<module>:<Class>`` for each task (None: not for that task)."""
+    return tuple(None if c is None else f"sklearn.{module}:{c}" for c in (classifier, regressor))
+
+
+_MAX_ITER = {"classification": {"max_iter": 1000}, "regression": {"max_iter": 1000}}
 MODELS: dict[str, ModelEntry] = {
     "dtree": ModelEntry(
-        _SK + "tree:DecisionTreeClassifier", _SK + "tree:DecisionTreeRegressor",
+        *_sk("tree", "DecisionTreeClassifier", "DecisionTreeRegressor"),
         {"classification": {"max_depth": 5, "min_samples_leaf": 2},
          "regression": {"max_depth": 5, "min_samples_leaf": _leaf_rows}},
         about="decision tree, depth 5; leaves of >= 2 rows (classification) or "
         "min(64, max(5, 6.4% of N)) rows (regression; the paper's 64 from N = 1000)",
     ),
     "rf": ModelEntry(
-        _SK + "ensemble:RandomForestClassifier", _SK + "ensemble:RandomForestRegressor",
+        *_sk("ensemble", "RandomForestClassifier", "RandomForestRegressor"),
         {"classification": {"n_estimators": 50}, "regression": {"n_estimators": 50}},
         about="random forest, 50 trees",
     ),
     "gbdt": ModelEntry(
-        _SK + "ensemble:HistGradientBoostingClassifier",
-        _SK + "ensemble:HistGradientBoostingRegressor",
+        *_sk("ensemble", "HistGradientBoostingClassifier", "HistGradientBoostingRegressor"),
         about="histogram gradient boosting (scikit-learn; LightGBM not needed)",
     ),
-    "logreg": ModelEntry(
-        _SK + "linear_model:LogisticRegression", None,
-        {"classification": {"max_iter": 1000}},
-        about="logistic regression on standardised features (classification only)",
-    ),
-    "ridge": ModelEntry(
-        _SK + "linear_model:RidgeClassifier", _SK + "linear_model:Ridge",
-        about="ridge regression / ridge classifier on standardised features",
-    ),
-    "svr": ModelEntry(
-        _SK + "svm:SVC", _SK + "svm:SVR",
-        about="support vector machine, RBF kernel (SVR / SVC), standardised features",
-    ),
-    "knn": ModelEntry(
-        _SK + "neighbors:KNeighborsClassifier", _SK + "neighbors:KNeighborsRegressor",
-        about="5 nearest neighbours on standardised features",
-    ),
-    "mlp": ModelEntry(
-        _SK + "neural_network:MLPClassifier", _SK + "neural_network:MLPRegressor",
-        {"classification": {"max_iter": 1000}, "regression": {"max_iter": 1000}},
-        about="one hidden layer of 100 units (slow: thousands of fits)",
-    ),
+    "logreg": ModelEntry(*_sk("linear_model", "LogisticRegression", None), _MAX_ITER,
+                         about="logistic regression (classification only)"),
+    "ridge": ModelEntry(*_sk("linear_model", "RidgeClassifier", "Ridge"),
+                        about="ridge regression / ridge classifier"),
+    "svr": ModelEntry(*_sk("svm", "SVC", "SVR"), about="support vector machine, RBF kernel"),
+    "knn": ModelEntry(*_sk("neighbors", "KNeighborsClassifier", "KNeighborsRegressor"),
+                      about="5 nearest neighbours"),
+    "mlp": ModelEntry(*_sk("neural_network", "MLPClassifier", "MLPRegressor"), _MAX_ITER,
+                      about="one hidden layer of 100 units (slow: thousands of fits)"),
 }
 MODELS["svm"] = MODELS["svr"]
 
