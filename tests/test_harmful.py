@@ -66,6 +66,12 @@ def test_find_harmful_flags_planted_label_noise() -> None:
     assert flagged[is_noise].mean() >= 0.4
 
 
+def test_find_harmful_refuses_mismatched_validation_columns() -> None:
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=r"validation data's columns .* lacks b"):
+        tdshap.find_harmful(X, np.arange(40) % 2, X_val=X[["a"]], y_val=np.arange(40) % 2)
+
+
 def test_report_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no run attached"):
         tdshap.HarmfulRows({"value": [0.0]}).report()

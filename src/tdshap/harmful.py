@@ -27,7 +27,13 @@ from tdshap.methods import TDShap
 from tdshap.models import DEFAULT_MODEL, build_model, describe
 from tdshap.result import ValuationResult
 from tdshap.sampling import check_block_size
-from tdshap.tabular import TableEncoder, check_target, holdout_split, infer_task
+from tdshap.tabular import (
+    TableEncoder,
+    check_same_columns,
+    check_target,
+    holdout_split,
+    infer_task,
+)
 
 DEFAULT_VAL_FRACTION = 0.25
 DEFAULT_TEST_FRACTION = 0.25
@@ -163,6 +169,9 @@ def prepare(
         split_note = (f"held out {len(val_rows)} rows for validation"
                       + (f" and {len(test_rows)} for test" if len(test_rows) else "")
                       + (" (stratified by class)" if strat else " (random)"))
+    for other, what in ((X_val, "validation"), (X_test, "test")):
+        if other is not None:
+            check_same_columns(X, other, what)
     encoder = TableEncoder(impute=impute).fit(X.iloc[train])
     Xa = encoder.transform(X)
     if X_val is None:

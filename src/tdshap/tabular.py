@@ -143,7 +143,7 @@ def check_same_columns(train: pd.DataFrame, other: pd.DataFrame, what: str) -> N
         if extra:
             parts.append(f"has extra {', '.join(map(str, extra[:5]))}")
         raise ValueError(
-            f"the {what} file's columns do not match the training file's: it "
+            f"the {what} data's columns do not match the training data's: it "
             f"{' and '.join(parts)}."
         )
 
