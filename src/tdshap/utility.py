@@ -49,6 +49,10 @@ from sklearn.base import clone, is_classifier
 from tdshap.metrics import MetricSpec, resolve_metric
 
 OnError = Literal["raise", "fallback"]
+#: Per-run counters; a parallel executor adds its workers' counts to these.
+COUNTERS: tuple[str, ...] = (
+    "n_fits", "n_evaluations", "n_cache_hits", "n_fallbacks", "n_truncated", "fit_seconds",
+)
 SeedMode = Literal["chain", "run", "fit"]
 SEED_MODES: tuple[str, ...] = ("chain", "run", "fit")
 
@@ -183,6 +187,8 @@ class Utility:
         self.n_cache_hits = 0
         self.n_truncated = 0
         self.fit_seconds = 0.0
+        # set by a method running with n_jobs > 1 (see tdshap.parallel); None: in-process
+        self.executor: Any = None
 
     @property
     def n(self) -> int:
@@ -294,8 +300,11 @@ class Utility:
         """Evaluate several chains; results in the order given.
 
         Every method evaluates through this one call, so that a parallel or
-        distributed backend only has to replace it.
+        distributed backend only has to replace it: with an ``executor`` set
+        (:mod:`tdshap.parallel`) the chains run on its workers.
         """
+        if self.executor is not None and len(chains) > 1:
+            return self.executor.evaluate(self, chains)
         return [self.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
 
     def stats(self) -> dict[str, Any]:
