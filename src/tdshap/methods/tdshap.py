@@ -216,9 +216,8 @@ class TDShap(BaseValuation):
 
     def _start(self, utility: Utility, rng: np.random.Generator) -> TDShapRun:
         """A fresh run, or the one saved in the checkpoint to resume."""
-        path = self.checkpoint if self.resume is True else self.resume
-        if path is not None and path is not False and (self.resume is not True
-                                                      or os.path.exists(path)):
+        path = self._resume_path()
+        if path is not None:
             meta, arrays = read_checkpoint(path)
             data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
             check_resumable(meta, self.algorithm, data, self._settings(utility), path)
@@ -227,6 +226,17 @@ class TDShap(BaseValuation):
         state = APTState(utility.n, 0.0 if auto else self.tau, 0.0 if auto else self.eps)
         order = np.concatenate(initial_blocks(rng, utility.n, self.k_))
         return TDShapRun(state, rng, order, self.k_, thresholds_set=not auto)
+
+    def _resume_path(self) -> str | os.PathLike[str] | None:
+        """The checkpoint to resume from, or None for a fresh run."""
+        if self.resume is True:  # the checkpoint file, if a previous run left one
+            assert self.checkpoint is not None
+            return self.checkpoint if os.path.exists(self.checkpoint) else None
+        if self.resume is None or self.resume is False:
+            return None
+        if not os.path.exists(self.resume):
+            raise ValueError(f"resume={str(self.resume)!r}: no such checkpoint file.")
+        return self.resume
 
     def _save(self, saver: CheckpointSchedule | None, utility: Utility, run: TDShapRun,
               finished: bool = False) -> None:
