@@ -120,15 +120,17 @@ _CHILD = textwrap.dedent("""
 def test_sigkill_at_a_random_moment_then_resume_gives_the_uninterrupted_result(
         breast_cancer_small, tmp_path):
     d = breast_cancer_small
-    max_iter = 400
+    max_iter = 150
+    kill_after = int(np.random.default_rng().integers(0, max_iter // 2))  # rounds done
     path = tmp_path / "run.tdshap"
     child = subprocess.Popen([sys.executable, "-c", _CHILD.format(max_iter=max_iter), str(path)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not path.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(float(np.random.default_rng().uniform(0, 0.5)))
+        while child.poll() is None and time.monotonic() < deadline:
+            if path.exists() and checkpoint_info(path)["rounds"] >= kill_after:
+                break
+            time.sleep(0.005)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestRegressor
@@ -84,17 +87,15 @@ def test_a_round_is_m_disjoint_blocks_of_the_smallest_index(breast_cancer_small,
 
 def test_utility_is_shipped_once_per_run(breast_cancer_small, monkeypatch):
     d = breast_cancer_small
-    loads: list[str] = []
-    original = par._worker_utility
+    loads: list[int] = []
 
-    def spy(token, path):
-        if token not in par._WORKER_UTILITIES:
-            loads.append(token)
-        return original(token, path)
+    def counting_load(fh):
+        loads.append(1)
+        return pickle.load(fh)
 
-    monkeypatch.setattr(par, "_worker_utility", spy)
+    monkeypatch.setattr(par, "pickle", SimpleNamespace(load=counting_load))
     _run(d, n_jobs=2, backend="threading", max_iter=5)  # threads share one process
-    assert len(loads) == 1
+    assert loads == [1]
 
 
 def test_dask_scatters_the_utility_once(breast_cancer_small):
