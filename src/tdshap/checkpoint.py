@@ -137,16 +137,21 @@ def restore_utility(utility: Utility, counters: dict[str, Any],
 
 
 class CheckpointSchedule:
-    """Says when the next checkpoint is due: every ``every`` seconds (0: every time asked)."""
+    """Writes a run's checkpoints to ``path``, due every ``every`` seconds (0: always).
 
-    def __init__(self, path: str | os.PathLike[str], every: float) -> None:
+    ``fixed`` is metadata that every checkpoint of the run carries (the
+    algorithm, the data and settings fingerprints), computed once.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], every: float, **fixed: Any) -> None:
         self.path = Path(path)
         self.every = float(every)
+        self.fixed = fixed
         self._last = time.monotonic()
 
     def due(self) -> bool:
         return time.monotonic() - self._last >= self.every
 
     def write(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        write_checkpoint(self.path, {**meta, "saved_at": time.time()}, arrays)
+        write_checkpoint(self.path, {**meta, **self.fixed, "saved_at": time.time()}, arrays)
         self._last = time.monotonic()

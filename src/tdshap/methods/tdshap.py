@@ -238,13 +238,17 @@ class TDShap(BaseValuation):
             raise ValueError(f"resume={str(self.resume)!r}: no such checkpoint file.")
         return self.resume
 
+    def _saver(self, utility: Utility) -> CheckpointSchedule | None:
+        if self.checkpoint is None:
+            return None
+        data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
+        return CheckpointSchedule(self.checkpoint, self.checkpoint_every, algorithm=self.algorithm,
+                                  data=data, settings=self._settings(utility))
+
     def _save(self, saver: CheckpointSchedule | None, utility: Utility, run: TDShapRun,
               finished: bool = False) -> None:
         if saver is not None and (finished or saver.due()):
-            meta, arrays = run.snapshot(utility, self._stop, finished)
-            data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
-            meta.update(algorithm=self.algorithm, data=data, settings=self._settings(utility))
-            saver.write(meta, arrays)
+            saver.write(*run.snapshot(utility, self._stop, finished))
 
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> TDShap:
         """Estimate the values of the rows of ``(X, y)`` against ``(X_val, y_val)``."""
@@ -261,8 +265,7 @@ class TDShap(BaseValuation):
         run = self._start(utility, rng)
         state, k = run.state, self.k_
         start = time.perf_counter() - run.elapsed
-        saver = None if self.checkpoint is None else CheckpointSchedule(
-            self.checkpoint, self.checkpoint_every)
+        saver = self._saver(utility)
         workers = getattr(utility.executor, "n_workers", 1)
         init_batch = max(self.n_blocks, 2 * workers if workers > 1 else 1)
         blocks = run.init_blocks
@@ -318,6 +321,7 @@ class TDShap(BaseValuation):
                 "k": self.k_,
                 "n_min": self.n_min_,
                 "n_blocks": self.n_blocks,
+                "n_workers": getattr(utility.executor, "n_workers", 1),
                 "metric": utility.metric.name,
                 "rounds": run.rounds,
                 "init_blocks": len(run.init_blocks),
