@@ -169,3 +169,18 @@ def test_counters_and_cache_are_merged_in_order(breast_cancer_small):
 def test_bad_parallel_settings_are_refused(breast_cancer_small, kw, match):
     with pytest.raises(ValueError, match=match):
         _run(breast_cancer_small, **kw)
+
+
+def test_values_do_not_depend_on_the_cache_for_order_sensitive_learners():
+    # libsvm's solution depends (in the last digits) on the order of the rows: the utility
+    # fits on sorted rows so that a cached V(S) equals a refit of S reached in another order
+    from sklearn.svm import SVR
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    # every chain ends on the whole set, each reaching it in another order
+    chains = [Chain(rng.permutation(30), 30 + rng.permutation(10), 0) for _ in range(6)]
+    cached = Utility(SVR(), "neg_mae", X, y, X[:20], y[:20]).evaluate_chains(chains)
+    fresh = Utility(SVR(), "neg_mae", X, y, X[:20], y[:20], cache=False)
+    for c, a in zip(chains, cached, strict=True):
+        np.testing.assert_array_equal(a, fresh.evaluate_chains([c])[0])

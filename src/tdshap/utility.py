@@ -250,7 +250,12 @@ class Utility:
     def _evaluate(self, model: Any, idx: np.ndarray, seed: int) -> float:
         """V(idx) with ``seed``; ``model`` is a clone that may be refitted."""
         self.n_evaluations += 1
-        key = self._key(np.sort(idx), seed) if self.use_cache else b""
+        # Fit on the rows in sorted order: V is a function of the *set*, and
+        # order-sensitive learners (libsvm, SGD) would otherwise give a cached
+        # V(S) that differs in the last digits from a refit of S reached in
+        # another order, so values would depend on the cache (and on n_jobs).
+        idx = np.sort(idx)
+        key = self._key(idx, seed) if self.use_cache else b""
         if self.use_cache and (hit := self._cache.get(key)) is not None:
             self.n_cache_hits += 1
             return hit
