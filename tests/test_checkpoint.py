@@ -141,3 +141,29 @@ def test_sigkill_at_a_random_moment_then_resume_gives_the_uninterrupted_result(
     resumed = _fit(d, checkpoint=path, resume=path, **kw)
     _same_run(resumed, _fit(d, **kw))
     assert checkpoint_info(path)["finished"]
+
+
+@pytest.mark.parametrize("interrupt_at", [3, 14, 22])  # chains: mid-init, 1st round, 6th
+def test_ctrl_c_mid_round_saves_the_state_before_it(breast_cancer_small, tmp_path, monkeypatch,
+                                                    interrupt_at):
+    from tdshap import Utility
+
+    d = breast_cancer_small
+    kw = dict(n_blocks=2, max_iter=12)
+    expected = _fit(d, **kw)
+    path = tmp_path / "run.tdshap"
+    calls = []
+    original = Utility.evaluate_chain
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == interrupt_at:  # the chain before it in the batch was fitted
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Utility, "evaluate_chain", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(d, checkpoint=path, checkpoint_every=1e9, **kw)  # only the last-gasp save
+    monkeypatch.setattr(Utility, "evaluate_chain", original)
+    assert not checkpoint_info(path)["finished"]
+    _same_run(_fit(d, checkpoint=path, resume=True, **kw), expected)

@@ -195,8 +195,9 @@ class TDShap(BaseValuation):
         for block in blocks:
             prefix, ordered = sample_chain(run.rng, utility.n, block, self.n_min_)
             chains.append(Chain(prefix, ordered, int(run.rng.integers(2**32))))
-        for chain, scores in zip(chains, utility.evaluate_chains(chains), strict=True):
-            run.state.update(chain.block, np.diff(scores))
+        marginals = [np.diff(scores) for scores in utility.evaluate_chains(chains)]
+        for chain, rewards in zip(chains, marginals, strict=True):
+            run.state.update(chain.block, rewards)
 
     def _round_blocks(self, run: TDShapRun) -> list[np.ndarray]:
         """The ``n_blocks * k`` arms with the smallest index, cut into blocks of ``k``."""
@@ -246,9 +247,20 @@ class TDShap(BaseValuation):
                                   data=data, settings=self._settings(utility))
 
     def _save(self, saver: CheckpointSchedule | None, utility: Utility, run: TDShapRun,
-              finished: bool = False) -> None:
-        if saver is not None and (finished or saver.due()):
+              finished: bool = False, now: bool = False) -> None:
+        if saver is not None and (finished or now or saver.due()):
             saver.write(*run.snapshot(utility, self._stop, finished))
+
+    def _save_interrupted(self, saver: CheckpointSchedule | None, utility: Utility,
+                          run: TDShapRun) -> None:
+        """On an error or Ctrl-C mid-step, checkpoint the state just before that step."""
+        if saver is None:
+            return
+        run.rewind(utility, self._stop)
+        try:
+            self._save(saver, utility, run, finished=False, now=True)
+        except Exception:  # never hide the original error behind a failed save
+            pass
 
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> TDShap:
         """Estimate the values of the rows of ``(X, y)`` against ``(X_val, y_val)``."""
@@ -272,20 +284,29 @@ class TDShap(BaseValuation):
         bar = RunProgress(self.progress, desc=f"TDShap N={utility.n} K={k} M={self.n_blocks}")
         try:
             while run.init_done < len(blocks):
+                run.mark(utility, stop)
                 batch = blocks[run.init_done : run.init_done + init_batch]
                 self._pull(utility, run, batch)
                 run.init_done += len(batch)
+                run.commit()
                 run.elapsed = time.perf_counter() - start
                 bar.update(0.0, init=f"{run.init_done}/{len(blocks)}", fits=utility.n_fits)
                 self._save(saver, utility, run)
             if not run.thresholds_set:  # every arm holds exactly one marginal now
+                run.mark(utility, stop)
                 state.tau, state.eps = auto_thresholds(state.mu, self.tau, self.eps,
                                                        self.eps_factor)
                 run.thresholds_set = True
+                run.commit()
             self.tau_, self.eps_ = state.tau, state.eps
-            while not stop.check(RunStatus(run.rounds, time.perf_counter() - start, state.mu)):
+            while True:
+                run.mark(utility, stop)
+                if stop.check(RunStatus(run.rounds, time.perf_counter() - start, state.mu)):
+                    run.commit()
+                    break
                 self._pull(utility, run, self._round_blocks(run))
                 run.rounds += 1
+                run.commit()
                 run.elapsed = time.perf_counter() - start
                 bar.update(
                     stop.completion(RunStatus(run.rounds, run.elapsed, state.mu)),
@@ -294,6 +315,9 @@ class TDShap(BaseValuation):
                     **_sides(state),
                 )
                 self._save(saver, utility, run)
+        except BaseException:
+            self._save_interrupted(saver, utility, run)
+            raise
         finally:
             bar.close()
         run.elapsed = time.perf_counter() - start

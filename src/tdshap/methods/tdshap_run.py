@@ -18,7 +18,7 @@ import numpy as np
 from tdshap.bandit import APTState
 from tdshap.checkpoint import restore_utility, utility_state
 from tdshap.stopping import StoppingCriterion
-from tdshap.utility import Utility
+from tdshap.utility import COUNTERS, Utility
 
 
 @dataclass
@@ -33,6 +33,46 @@ class TDShapRun:
     rounds: int = 0
     elapsed: float = 0.0
     thresholds_set: bool = False
+
+    def __post_init__(self) -> None:
+        self._mark: dict[str, Any] | None = None
+
+    def mark(self, utility: Utility, stop: StoppingCriterion) -> None:
+        """Remember this point between two steps; :meth:`rewind` returns to it."""
+        self._mark = {
+            "rng": self.rng.bit_generator.state,
+            "counters": {name: getattr(utility, name) for name in COUNTERS},
+            "cache_size": len(utility._cache),
+            "arrays": {k: v.copy() for k, v in self.state.arrays().items()},
+            "stop": stop.get_state(),
+            "fields": (self.init_done, self.rounds, self.thresholds_set, self.state.tau,
+                       self.state.eps),
+        }
+
+    def commit(self) -> None:
+        """The step since :meth:`mark` is complete: nothing to rewind."""
+        self._mark = None
+
+    def rewind(self, utility: Utility, stop: StoppingCriterion) -> None:
+        """Undo a step interrupted before :meth:`commit` (to checkpoint a consistent state).
+
+        Random draws, counters, cache entries, bandit and stopping history of
+        the step are taken back, so a run resumed from here is the
+        uninterrupted run.
+        """
+        mark, self._mark = self._mark, None
+        if mark is None:
+            return
+        self.rng.bit_generator.state = mark["rng"]
+        for name, value in mark["counters"].items():
+            setattr(utility, name, value)
+        for key in list(utility._cache)[mark["cache_size"] :]:  # dicts keep insertion order
+            del utility._cache[key]
+        for name, saved in mark["arrays"].items():
+            getattr(self.state, name)[...] = saved
+        stop.set_state(mark["stop"])
+        (self.init_done, self.rounds, self.thresholds_set, self.state.tau,
+         self.state.eps) = mark["fields"]
 
     @property
     def init_blocks(self) -> list[np.ndarray]:
