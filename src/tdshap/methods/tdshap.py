@@ -80,7 +80,9 @@ class TDShap(BaseValuation):
     checkpoint, checkpoint_every:
         Save the run's full state to the file ``checkpoint`` (atomically; JSON
         plus npz, see :mod:`tdshap.checkpoint`) every ``checkpoint_every``
-        seconds between rounds (``0``: after every round) and at the end.
+        seconds between rounds (``0``: after every round) and at the end. On
+        an exception or Ctrl-C the state before the interrupted round is saved
+        too; a killed process loses at most ``checkpoint_every`` seconds.
     resume:
         Continue the run saved in a checkpoint: a path, or ``True`` for the
         ``checkpoint`` file when it exists (a fresh run otherwise). The data
