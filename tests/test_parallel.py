@@ -184,3 +184,8 @@ def test_values_do_not_depend_on_the_cache_for_order_sensitive_learners():
     fresh = Utility(SVR(), "neg_mae", X, y, X[:20], y[:20], cache=False)
     for c, a in zip(chains, cached, strict=True):
         np.testing.assert_array_equal(a, fresh.evaluate_chains([c])[0])
+
+
+def test_fewer_blocks_than_workers_warns(breast_cancer_small):
+    with pytest.warns(UserWarning, match="n_blocks=1 chains per round for 2 workers"):
+        _run(breast_cancer_small, n_blocks=1, n_jobs=2, backend="threading", max_iter=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -281,6 +282,11 @@ class TDShap(BaseValuation):
         start = time.perf_counter() - run.elapsed
         saver = self._saver(utility)
         workers = getattr(utility.executor, "n_workers", 1)
+        if workers > self.n_blocks:
+            warnings.warn(
+                f"n_blocks={self.n_blocks} chains per round for {workers} workers: only the "
+                f"initialisation uses them all. Set n_blocks >= {workers} (a multiple evens "
+                "out chains of unequal length).", UserWarning, stacklevel=3)
         init_batch = max(self.n_blocks, 2 * workers if workers > 1 else 1)
         blocks = run.init_blocks
         bar = RunProgress(self.progress, desc=f"TDShap N={utility.n} K={k} M={self.n_blocks}")
