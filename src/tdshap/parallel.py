@@ -26,6 +26,9 @@ Guarantees
   too) are set to 1.
 
 Batches of one chain run in-process: there is nothing to parallelise.
+Workers evaluate on shallow copies of the shipped utility (own counters and
+cache): a subclass's ``evaluate_chain`` may keep per-chain state in locals or
+in the copy, but must not mutate objects it shares with other chains.
 ``fit_seconds`` sums the seconds spent fitting on all workers, so it can
 exceed the wall time of a parallel run.
 """
