@@ -45,7 +45,9 @@ def test_resuming_a_finished_run_with_a_larger_budget_equals_one_long_run(
     info = checkpoint_info(path)
     assert info["finished"] and info["rounds"] == 5
     assert info["counters"]["n_fits"] == short.result_.n_fits
-    longer = _fit(d, max_iter=12, checkpoint=path, resume=True, n_jobs=2, backend="threading")
+    with pytest.warns(UserWarning, match="n_blocks=1"):  # more workers than chains per round
+        longer = _fit(d, max_iter=12, checkpoint=path, resume=True, n_jobs=2,
+                      backend="threading")
     _same_run(longer, _fit(d, max_iter=12))
     assert checkpoint_info(path)["rounds"] == 12
     assert [p.name for p in tmp_path.iterdir()] == ["run.tdshap"]  # no temporary left

@@ -189,3 +189,23 @@ def test_values_do_not_depend_on_the_cache_for_order_sensitive_learners():
 def test_fewer_blocks_than_workers_warns(breast_cancer_small):
     with pytest.warns(UserWarning, match="n_blocks=1 chains per round for 2 workers"):
         _run(breast_cancer_small, n_blocks=1, n_jobs=2, backend="threading", max_iter=1)
+
+
+def test_fast_path_utilities_run_on_workers_with_their_counters():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(80, 4)), rng.normal(size=80)
+    args = (X[:50], y[:50], X[50:], y[50:])
+
+    def fit(**kw):
+        return TDShap(Ridge(), "neg_mae", n_min=10, k=8, n_blocks=2, max_iter=3,
+                      random_state=0, **kw).fit(*args)
+
+    serial, threaded = fit(), fit(n_jobs=2, backend="threading")
+    assert serial.result_.extra["fast_path"] is not None
+    assert serial.result_.extra["fast_path"] == threaded.result_.extra["fast_path"]
+    _same(serial, threaded)
+    for key in ("n_fast_evaluations", "n_fast_declined"):
+        assert serial.result_.extra[key] == threaded.result_.extra[key]
+    assert serial.result_.extra["n_fast_evaluations"] > 0

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from tdshap.result import _jsonable, atomic_write_bytes
-from tdshap.utility import COUNTERS, Utility
+from tdshap.utility import Utility
 
 FORMAT = "tdshap.Checkpoint"
 FORMAT_VERSION = 1
@@ -117,7 +117,7 @@ def check_resumable(
 # -- the utility's part of a run's state ---------------------------------------
 def utility_state(utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Counters (JSON) and cache (arrays) of ``utility``, to be saved."""
-    counters = {name: getattr(utility, name) for name in COUNTERS}
+    counters = {name: getattr(utility, name) for name in utility.counter_names}
     keys = list(utility._cache)
     arrays = {
         "cache_keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), -1)
@@ -130,7 +130,7 @@ def utility_state(utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarra
 def restore_utility(utility: Utility, counters: dict[str, Any],
                     arrays: dict[str, np.ndarray]) -> None:
     """Put saved counters and cache entries back into ``utility``."""
-    for name in COUNTERS:
+    for name in utility.counter_names:
         setattr(utility, name, type(getattr(utility, name))(counters.get(name, 0)))
     keys, values = arrays["cache_keys"], arrays["cache_values"]
     utility._cache = {bytes(k): float(v) for k, v in zip(keys, values, strict=True)}

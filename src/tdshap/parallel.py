@@ -53,7 +53,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from tdshap.utility import COUNTERS, Chain, Utility
+from tdshap.utility import Chain, Utility
 
 try:  # joblib >= 1.5 depends on cloudpickle; older versions vendor it
     import cloudpickle
@@ -107,11 +107,11 @@ def run_chains(utility: Utility, chains: Sequence[Chain], threads: int = 1) -> C
     local = copy.copy(utility)
     local._cache = {}
     local.executor = None
-    for name in COUNTERS:
+    for name in utility.counter_names:
         setattr(local, name, type(getattr(utility, name))(0))
     with limited_threads(threads):
         scores = [local.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
-    return scores, {name: getattr(local, name) for name in COUNTERS}, local._cache
+    return scores, {name: getattr(local, name) for name in local.counter_names}, local._cache
 
 
 _WORKER_UTILITIES: OrderedDict[str, Utility] = OrderedDict()

@@ -41,7 +41,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from sklearn.base import clone, is_classifier
@@ -49,7 +49,9 @@ from sklearn.base import clone, is_classifier
 from tdshap.metrics import MetricSpec, resolve_metric
 
 OnError = Literal["raise", "fallback"]
-#: Per-run counters; a parallel executor adds its workers' counts to these.
+#: Per-run counters; a parallel executor adds its workers' counts to these and a
+#: checkpoint saves them. Subclasses with counters of their own extend
+#: :attr:`Utility.counter_names`.
 COUNTERS: tuple[str, ...] = (
     "n_fits", "n_evaluations", "n_cache_hits", "n_fallbacks", "n_truncated", "fit_seconds",
 )
@@ -151,6 +153,8 @@ class Utility:
     cache:
         Remember scores by (subset, seed) so nothing is refitted.
     """
+
+    counter_names: ClassVar[tuple[str, ...]] = COUNTERS
 
     def __init__(
         self,

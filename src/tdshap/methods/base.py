@@ -10,6 +10,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, is_classifier
 
 from tdshap._validation import check_data
+from tdshap.fast_paths import make_utility
 from tdshap.parallel import make_executor
 from tdshap.result import ValuationResult
 from tdshap.utility import SEED_MODES, Utility
@@ -32,10 +33,11 @@ class BaseValuation(BaseEstimator):
 
     Parameters shared by all methods are ``estimator``, ``metric``,
     ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see
-    :class:`tdshap.utility.Utility` for the first four. A method that lists
-    ``n_jobs`` and ``backend`` in its ``__init__`` evaluates its chains in
-    parallel (:func:`tdshap.parallel.make_executor`); the defaults below run
-    in-process.
+    :class:`tdshap.utility.Utility` for the first four. Methods that take
+    ``fast_path`` (default True) use :func:`tdshap.fast_paths.make_utility`.
+    A method that lists ``n_jobs`` and ``backend`` in its ``__init__``
+    evaluates its chains in parallel (:func:`tdshap.parallel.make_executor`);
+    the defaults below run in-process.
     """
 
     algorithm = "base"
@@ -76,10 +78,12 @@ class BaseValuation(BaseEstimator):
     def _make_utility(
         self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray, run_seed: int
     ) -> Utility:
-        """The utility for this run; fast paths and parallel backends replace it."""
+        """The utility for this run (an exact fast path where one applies, unless
+        ``fast_path=False``); parallel backends replace it."""
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
-        return Utility(
+        return make_utility(
             self.estimator, self.metric_, X, y, X_val, y_val,
+            fast_path=getattr(self, "fast_path", True),
             on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
         )
 
@@ -109,7 +113,7 @@ class BaseValuation(BaseEstimator):
         self._release(utility)
         stats = utility.stats()
         counted = ("n_fits", "n_evaluations", "fit_seconds")
-        extra = {k: v for k, v in stats.items() if k not in counted}
+        extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))
         return ValuationResult(
             algorithm=self.algorithm,

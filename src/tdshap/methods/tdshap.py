@@ -67,6 +67,10 @@ class TDShap(BaseValuation):
         Show a progress bar (rounds done of the budget, fits per second, arms
         confidently below/above ``tau`` and undecided). Off by default: nothing
         is printed unless asked for.
+    fast_path:
+        Use an exact incremental utility when the estimator allows one (Ridge,
+        LinearRegression, k-NN; see :mod:`tdshap.fast_paths`): same values,
+        far fewer fits. ``result_.extra["fast_path"]`` says which was used.
     n_blocks:
         M, the blocks evaluated per round: the ``M * k`` arms with the smallest
         ``B_n`` are cut into M disjoint blocks, each on its own chain, so that
@@ -120,6 +124,7 @@ class TDShap(BaseValuation):
         seed_mode: str = "chain",
         random_state: Any = None,
         progress: bool = False,
+        fast_path: bool = True,
         n_blocks: int = 1,
         n_jobs: int = 1,
         backend: Any = "loky",
@@ -143,6 +148,7 @@ class TDShap(BaseValuation):
         self.seed_mode = seed_mode
         self.random_state = random_state
         self.progress = progress
+        self.fast_path = fast_path
         self.n_blocks = n_blocks
         self.n_jobs = n_jobs
         self.backend = backend

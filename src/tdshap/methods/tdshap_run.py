@@ -18,7 +18,7 @@ import numpy as np
 from tdshap.bandit import APTState
 from tdshap.checkpoint import restore_utility, utility_state
 from tdshap.stopping import StoppingCriterion
-from tdshap.utility import COUNTERS, Utility
+from tdshap.utility import Utility
 
 
 @dataclass
@@ -41,7 +41,7 @@ class TDShapRun:
         """Remember this point between two steps; :meth:`rewind` returns to it."""
         self._mark = {
             "rng": self.rng.bit_generator.state,
-            "counters": {name: getattr(utility, name) for name in COUNTERS},
+            "counters": {name: getattr(utility, name) for name in utility.counter_names},
             "cache_size": len(utility._cache),
             "arrays": {k: v.copy() for k, v in self.state.arrays().items()},
             "stop": stop.get_state(),
