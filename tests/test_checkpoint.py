@@ -123,7 +123,7 @@ def test_sigkill_at_a_random_moment_then_resume_gives_the_uninterrupted_result(
         breast_cancer_small, tmp_path):
     d = breast_cancer_small
     max_iter = 150
-    kill_after = int(np.random.default_rng().integers(0, max_iter // 2))  # rounds done
+    kill_after = int(np.random.default_rng().integers(0, max_iter // 3))  # rounds done
     path = tmp_path / "run.tdshap"
     child = subprocess.Popen([sys.executable, "-c", _CHILD.format(max_iter=max_iter), str(path)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
