@@ -118,7 +118,7 @@ def timed_on(d: Split, model: str, rounds: int, n_blocks: int, backend: str, w: 
     if backend == "joblib":
         start = time.perf_counter()
         # a tiny run on the same number of workers starts the (reused) loky pool
-        TDShap(DecisionTreeRegressor(), "neg_mae", k=2, n_min=0, max_iter=0,
+        TDShap(DecisionTreeRegressor(), "neg_mae", k=2, n_min=0, max_iter=0, n_blocks=w,
                n_jobs=w).fit(d.X_train[:8], d.y_train[:8], d.X_val, d.y_val)
         print(f"   (loky pool of {w} ready in {time.perf_counter() - start:.2f} s)")
         return timed(d, model, rounds, n_blocks, n_jobs=w)
