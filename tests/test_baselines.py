@@ -68,7 +68,7 @@ def test_tmc_without_truncation_matches_exact_shapley():
 
 def test_tmc_truncation_zeroes_the_tail_and_saves_fits():
     X, y, Xv, yv = _regression(40)
-    common = dict(tol=None, max_permutations=10, random_state=0)
+    common = dict(tol=None, max_permutations=10, random_state=0, fast_path=False)
     full = TMCShapley(Ridge(), "neg_mae", truncation=None, **common).fit(X, y, Xv, yv)
     cut = TMCShapley(Ridge(), "neg_mae", truncation=(0.05, 2), **common).fit(X, y, Xv, yv)
     assert cut.result_.extra["n_truncated"] > 0
@@ -170,8 +170,12 @@ def _greedy_loo(estimator, X, y, Xv, yv, k, max_remove):
 def test_sequential_loo_matches_a_direct_greedy_removal(k):
     X, y, Xv, yv = _regression(14, seed=2, outliers=3)
     loo = LeaveOneOut(Ridge(), "neg_mae", k=k, max_remove=7, batch_size=5,
-                      random_state=0).fit(X, y, Xv, yv)
-    assert loo.order_[:7].tolist() == _greedy_loo(Ridge(), X, y, Xv, yv, k, 7)
+                      random_state=0, fast_path=False).fit(X, y, Xv, yv)
+    greedy = _greedy_loo(Ridge(), X, y, Xv, yv, k, 7)
+    assert loo.order_[:7].tolist() == greedy
+    fast = LeaveOneOut(Ridge(), "neg_mae", k=k, max_remove=7, random_state=0).fit(X, y, Xv, yv)
+    assert fast.order_[:7].tolist() == greedy  # the exact fast path ranks the same
+    np.testing.assert_allclose(fast.values_, loo.values_, atol=1e-9)
     assert sorted(loo.order_.tolist()) == list(range(14))
     assert loo.result_.extra["n_removed_sequentially"] == 7
     # fits: sum over rounds of (|R| + 1), minus V(R) found in the cache when k = 1
@@ -211,3 +215,20 @@ def test_random_removal_is_a_seeded_permutation_without_fits():
     assert a.result_.order.tolist() != c.result_.order.tolist()
     assert a.result_.n_fits == 0
     np.testing.assert_array_equal(a.result_.ranking(), np.argsort(a.values_))
+
+
+# -- parallel evaluation -------------------------------------------------------
+
+
+def test_baselines_give_the_same_values_on_two_workers():
+    X, y, Xv, yv = _regression(12)
+    tree = DecisionTreeRegressor(max_depth=3)
+    kw = dict(max_permutations=6, batch_size=3, random_state=0)
+    one = TMCShapley(tree, **kw).fit(X, y, Xv, yv)
+    two = TMCShapley(tree, n_jobs=2, **kw).fit(X, y, Xv, yv)
+    np.testing.assert_array_equal(one.values_, two.values_)
+    assert one.result_.n_fits == two.result_.n_fits
+    loo_one = LeaveOneOut(tree, k=2, max_remove=4, random_state=0).fit(X, y, Xv, yv)
+    loo_two = LeaveOneOut(tree, k=2, max_remove=4, n_jobs=2, random_state=0).fit(X, y, Xv, yv)
+    np.testing.assert_array_equal(loo_one.order_, loo_two.order_)
+    np.testing.assert_array_equal(loo_one.values_, loo_two.values_)

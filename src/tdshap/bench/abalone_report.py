@@ -190,11 +190,16 @@ def speed_table(cells: list[dict[str, Any]]) -> list[str]:
                             + ("" if err is None else f" (mean relative change {err:.3g})"))
                 a = auto.get(trial)
                 lines.append(_row([model, str(trial), LABELS[other], f"{c['seconds']:.0f}",
-                                   f"{t['seconds']:.1f}", f"{c['seconds'] / t['seconds']:.0f}×",
-                                   f"{c['n_fits'] / t['n_fits']:.0f}×",
+                                   f"{t['seconds']:.1f}", _ratio(c["seconds"], t["seconds"]),
+                                   _ratio(c["n_fits"], t["n_fits"]),
                                    f"{c['test_mae']:.3f}", f"{t['test_mae']:.3f}",
                                    "–" if a is None else f"{a['test_mae']:.3f}", note]))
     return lines
+
+
+def _ratio(other: float, mine: float) -> str:
+    """``other / mine`` as ``"N×"``; "–" when TDShap fitted nothing (an exact fast path)."""
+    return f"{other / mine:.0f}×" if mine > 0 else "–"
 
 
 def markdown(cells: list[dict[str, Any]], header: str = "") -> str:

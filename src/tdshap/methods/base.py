@@ -10,6 +10,8 @@ import pandas as pd
 from sklearn.base import BaseEstimator, is_classifier
 
 from tdshap._validation import check_data
+from tdshap.fast_paths import make_utility
+from tdshap.parallel import make_executor
 from tdshap.result import ValuationResult
 from tdshap.utility import SEED_MODES, Utility
 
@@ -31,10 +33,16 @@ class BaseValuation(BaseEstimator):
 
     Parameters shared by all methods are ``estimator``, ``metric``,
     ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see
-    :class:`tdshap.utility.Utility` for the first four.
+    :class:`tdshap.utility.Utility` for the first four. Methods that take
+    ``fast_path`` (default True) use :func:`tdshap.fast_paths.make_utility`.
+    A method that lists ``n_jobs`` and ``backend`` in its ``__init__``
+    evaluates its chains in parallel (:func:`tdshap.parallel.make_executor`);
+    the defaults below run in-process.
     """
 
     algorithm = "base"
+    n_jobs: Any = 1
+    backend: Any = "loky"
 
     def _check_common(self) -> None:
         if self.estimator is None or not hasattr(self.estimator, "fit"):
@@ -57,15 +65,25 @@ class BaseValuation(BaseEstimator):
         self._check_params(len(ya))
         rng = np.random.default_rng(self.random_state)
         utility = self._make_utility(Xa, ya, Xv, yv, int(rng.integers(2**32)))
+        utility.executor = make_executor(self.n_jobs, self.backend)
         return utility, rng
+
+    @staticmethod
+    def _release(utility: Utility) -> None:
+        """Shut down the utility's parallel executor, if any (idempotent)."""
+        if utility.executor is not None:
+            utility.executor.close()
+            utility.executor = None
 
     def _make_utility(
         self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray, run_seed: int
     ) -> Utility:
-        """The utility for this run; fast paths and parallel backends replace it."""
+        """The utility for this run (an exact fast path where one applies, unless
+        ``fast_path=False``); parallel backends replace it."""
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
-        return Utility(
+        return make_utility(
             self.estimator, self.metric_, X, y, X_val, y_val,
+            fast_path=getattr(self, "fast_path", True),
             on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
         )
 
@@ -92,9 +110,10 @@ class BaseValuation(BaseEstimator):
         variances: np.ndarray,
         **kwargs: Any,
     ) -> ValuationResult:
+        self._release(utility)
         stats = utility.stats()
         counted = ("n_fits", "n_evaluations", "fit_seconds")
-        extra = {k: v for k, v in stats.items() if k not in counted}
+        extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))
         return ValuationResult(
             algorithm=self.algorithm,

@@ -45,6 +45,12 @@ class LeaveOneOut(BaseValuation):
         cleansing grid with ``max_fraction=0.5`` needs ``N // 2``.
     batch_size:
         Subsets per ``evaluate_chains`` call.
+    n_jobs, backend:
+        Evaluate each batch on ``n_jobs`` workers (:func:`tdshap.parallel.make_executor`);
+        the values are the same whatever ``n_jobs`` and ``backend``.
+    fast_path:
+        Use an exact incremental fast path where the model has one
+        (:mod:`tdshap.fast_paths`): same values, fewer fits.
     on_error, seed_mode, random_state, progress:
         See :class:`~tdshap.methods.base.BaseValuation`.
 
@@ -63,6 +69,9 @@ class LeaveOneOut(BaseValuation):
         k: int | None = None,
         max_remove: int | None = None,
         batch_size: int = 64,
+        n_jobs: int = 1,
+        backend: Any = "loky",
+        fast_path: bool = True,
         on_error: str = "fallback",
         seed_mode: str = "chain",
         random_state: Any = None,
@@ -73,6 +82,9 @@ class LeaveOneOut(BaseValuation):
         self.k = k
         self.max_remove = max_remove
         self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.fast_path = fast_path
         self.on_error = on_error
         self.seed_mode = seed_mode
         self.random_state = random_state
@@ -132,6 +144,7 @@ class LeaveOneOut(BaseValuation):
                     break
         finally:
             bar.close()
+            self._release(utility)  # workers are shut down even when a fit raises
         rest = remaining[np.lexsort((rng.random(len(remaining)), values[remaining]))]
         order = np.concatenate([np.asarray(removed, dtype=np.int64), rest])
         self.order_ = order

@@ -110,6 +110,12 @@ class TMCShapley(BaseValuation):
     batch_size:
         Permutations per ``evaluate_chains`` call (what a parallel backend
         runs at once).
+    n_jobs, backend:
+        Evaluate each batch on ``n_jobs`` workers (:func:`tdshap.parallel.make_executor`);
+        the values are the same whatever ``n_jobs`` and ``backend``.
+    fast_path:
+        Use an exact incremental fast path where the model has one
+        (:mod:`tdshap.fast_paths`): same values, fewer fits.
     on_error, seed_mode, random_state, progress:
         See :class:`~tdshap.methods.base.BaseValuation`.
 
@@ -134,6 +140,9 @@ class TMCShapley(BaseValuation):
         time_budget: float | None = None,
         stopping: StoppingCriterion | None = None,
         batch_size: int = 8,
+        n_jobs: int = 1,
+        backend: Any = "loky",
+        fast_path: bool = True,
         on_error: str = "fallback",
         seed_mode: str = "chain",
         random_state: Any = None,
@@ -148,6 +157,9 @@ class TMCShapley(BaseValuation):
         self.time_budget = time_budget
         self.stopping = stopping
         self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.fast_path = fast_path
         self.on_error = on_error
         self.seed_mode = seed_mode
         self.random_state = random_state
@@ -219,6 +231,7 @@ class TMCShapley(BaseValuation):
                 bar.update(stop.completion(status), perms=perms, fits=utility.n_fits)
         finally:
             bar.close()
+            self._release(utility)  # workers are shut down even when a fit raises
         self.n_permutations_ = perms
         result = self._result(
             utility,
