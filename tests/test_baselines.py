@@ -21,7 +21,7 @@ from tdshap.games import exact_shapley
 from tdshap.methods import LeaveOneOut, RandomRemoval, TMCShapley
 from tdshap.methods.tmc import resolve_truncation
 from tdshap.metrics import resolve_metric
-from tdshap.stopping import MeanRelativeChange, RunStatus
+from tdshap.stopping import MeanRelativeChange, RunStatus, StoppingCriterion
 from tdshap.utility import Utility
 
 
@@ -95,6 +95,27 @@ def test_tmc_is_reproducible_and_batch_size_only_groups_work():
     b = TMCShapley(Ridge(), max_permutations=7, batch_size=3, random_state=4).fit(X, y, Xv, yv)
     np.testing.assert_array_equal(a.values_, b.values_)
     assert a.n_permutations_ == 7
+
+
+class _OnlyAtRound(StoppingCriterion):
+    """Met at one round only: a rule that later permutations of a batch can un-meet."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def check(self, status: RunStatus) -> bool:
+        return status.rounds == self.at
+
+    def completion(self, status: RunStatus) -> float:
+        return 0.0
+
+
+def test_tmc_reports_the_rule_that_stopped_it_even_if_the_batch_moved_on():
+    X, y, Xv, yv = _regression(6)
+    tmc = TMCShapley(Ridge(), stopping=_OnlyAtRound(3), batch_size=4,
+                     random_state=0).fit(X, y, Xv, yv)
+    assert tmc.n_permutations_ == 4  # the batch that met the rule is finished and used
+    assert tmc.result_.extra["stopped_by"] == [repr(tmc.stopping)]
 
 
 def test_mean_relative_change_rule():

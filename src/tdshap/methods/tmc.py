@@ -215,9 +215,9 @@ class TMCShapley(BaseValuation):
         stop.reset()
         bar = RunProgress(self.progress, desc=f"TMC Shapley N={n}")
         perms = 0
-        stopped = False
+        fired: list[str] = []  # the criteria met when the run first qualified to stop
         try:
-            while not stopped:
+            while not fired:
                 size = int(self.batch_size)
                 if self.stopping is None and self.max_permutations is not None:
                     size = min(size, int(self.max_permutations) - perms)  # no surplus
@@ -227,7 +227,8 @@ class TMCShapley(BaseValuation):
                     perms += 1
                     status = RunStatus(perms, time.perf_counter() - start, moments.mu)
                     # every permutation of the batch is used; the batch is the unit of stopping
-                    stopped = stop.check(status) or stopped
+                    if stop.check(status) and not fired:
+                        fired = stop.fired(status)
                 bar.update(stop.completion(status), perms=perms, fits=utility.n_fits)
         finally:
             bar.close()
@@ -245,7 +246,7 @@ class TMCShapley(BaseValuation):
                 "empty_score": utility.fallback_score(np.empty(0, dtype=np.intp)),
                 "n_permutations": perms,
                 "truncation": None if self.truncation_ is None else list(self.truncation_),
-                "stopped_by": stop.fired(status),
+                "stopped_by": fired,
                 # how far from the convergence rule the run ended (None: rule not used)
                 "convergence_error": None if self._convergence is None
                 else self._convergence.error,
