@@ -190,7 +190,7 @@ def speed_table(cells: list[dict[str, Any]]) -> list[str]:
                             + ("" if err is None else f" (mean relative change {err:.3g})"))
                 a = auto.get(trial)
                 lines.append(_row([model, str(trial), LABELS[other], f"{c['seconds']:.0f}",
-                                   f"{t['seconds']:.1f}", _ratio(c["seconds"], t["seconds"]),
+                                   f"{t['seconds']:.3g}", _ratio(c["seconds"], t["seconds"]),
                                    _ratio(c["n_fits"], t["n_fits"]),
                                    f"{c['test_mae']:.3f}", f"{t['test_mae']:.3f}",
                                    "–" if a is None else f"{a['test_mae']:.3f}", note]))
