@@ -10,6 +10,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, is_classifier
 
 from tdshap._validation import check_data
+from tdshap.deep.warm_start import prepare_estimator
 from tdshap.result import ValuationResult
 from tdshap.utility import SEED_MODES, Utility
 
@@ -64,8 +65,12 @@ class BaseValuation(BaseEstimator):
     ) -> Utility:
         """The utility for this run; fast paths and parallel backends replace it."""
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
-        return Utility(
-            self.estimator, self.metric_, X, y, X_val, y_val,
+        # Warm-start learners train once on all of D here (enhancement iii) and may
+        # bring their own utility class (batched training): see tdshap.deep.
+        estimator = prepare_estimator(self.estimator, X, y)
+        utility_class = getattr(estimator, "utility_class", Utility)
+        return utility_class(
+            estimator, self.metric_, X, y, X_val, y_val,
             on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
         )
 
