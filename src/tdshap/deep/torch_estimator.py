@@ -34,6 +34,7 @@ from tdshap.deep.training import FitSeeds, Schedule, resolve_device, train_singl
 from tdshap.deep.warm_start import Pretrained, Stopwatch
 
 ModuleFactory = Callable[[int], nn.Module]
+_DTYPES = {"float32": torch.float32, "long": torch.long}
 
 
 def _seed_of(random_state: Any) -> int:
@@ -77,6 +78,8 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
     random_state:
         Integer seed of the fit (``None``: fresh entropy).
+    input_dtype:
+        dtype of the module's input: ``"float32"``, or ``"long"`` for token ids.
     classes:
         All class labels, fixed by :meth:`prepare`; ``None``: those in ``y``.
     init_from:
@@ -105,6 +108,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         max_models: int = 64,
         device: str = "auto",
         random_state: int | None = None,
+        input_dtype: str = "float32",
         classes: Any = None,
         init_from: Pretrained | None = None,
     ) -> None:
@@ -122,6 +126,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         self.max_models = max_models
         self.device = device
         self.random_state = random_state
+        self.input_dtype = input_dtype
         self.classes = classes
         self.init_from = init_from
 
@@ -160,8 +165,10 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     # -- tensors and modules ---------------------------------------------
     def input_tensor(self, X: Any, device: torch.device) -> torch.Tensor:
-        """``X`` as the module's input tensor (float32; subclasses may override)."""
-        return torch.as_tensor(np.asarray(X), dtype=torch.float32, device=device)
+        """``X`` as the module's input tensor, of ``input_dtype``."""
+        if self.input_dtype not in _DTYPES:
+            raise ValueError(f"input_dtype={self.input_dtype!r} must be one of {list(_DTYPES)}.")
+        return torch.as_tensor(np.asarray(X), device=device).to(_DTYPES[self.input_dtype])
 
     def fresh_state(self, n_classes: int, seeds: FitSeeds) -> dict[str, torch.Tensor]:
         """A fresh random initialisation, seeded by ``seeds.init`` (global RNG untouched)."""

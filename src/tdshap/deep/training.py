@@ -145,7 +145,7 @@ def train_single(
     seeds: FitSeeds,
 ) -> int:
     """Train ``module`` in place on ``X[rows], y[rows]``; return the number of updates."""
-    n, bs = len(rows), schedule.batch_size
+    n = len(rows)
     if n == 0:
         return 0
     device = X.device
@@ -157,6 +157,21 @@ def train_single(
     masks = mask_modules(module)
     rows_t = torch.as_tensor(rows, device=device)
     module.train()
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        # plain nn.Dropout layers draw from the global generator: seed it per fit
+        torch.manual_seed(seeds.mask)
+        _single_epochs(module, opt, lr_sched, X, y, rows_t, schedule, order_rng, mask_gen, masks)
+    for _, m in masks:
+        m.mask = torch.empty(0, device=device)
+    module.eval()
+    return total
+
+
+def _single_epochs(module: nn.Module, opt: torch.optim.Optimizer, lr_sched: Any,
+                   X: torch.Tensor, y: torch.Tensor, rows_t: torch.Tensor, schedule: Schedule,
+                   order_rng: np.random.Generator, mask_gen: torch.Generator,
+                   masks: list[tuple[str, MaskedDropout]]) -> None:
+    n, bs, device = len(rows_t), schedule.batch_size, X.device
     for _ in range(schedule.epochs):
         perm, drawn = _epoch_draws(n, schedule, order_rng, mask_gen, masks)
         perm_t = torch.as_tensor(perm, device=device)
@@ -169,10 +184,6 @@ def train_single(
             loss.backward()
             opt.step()
             lr_sched.step()
-    for _, m in masks:
-        m.mask = torch.empty(0, device=device)
-    module.eval()
-    return total
 
 
 # -- stacked training ----------------------------------------------------------
@@ -249,7 +260,7 @@ def train_stacked(
     architecture (its own parameters are not used). Returns the trained
     stacked parameters.
     """
-    n_models, bs, device = len(rows), schedule.batch_size, X.device
+    n_models, device = len(rows), X.device
     masks = mask_modules(module)
     sizes = np.array([len(r) for r in rows])
     steps = np.array([schedule.steps_per_epoch(n) for n in sizes])
@@ -263,33 +274,51 @@ def train_stacked(
     total = torch.as_tensor(schedule.epochs * steps, dtype=torch.float32, device=device)
     step = _stacked_step(module, schedule)
     module.train()
-    for _ in range(schedule.epochs if n_steps else 0):
-        idx = np.zeros((n_steps, n_models, bs), dtype=np.int64)
-        weight = np.zeros((n_steps, n_models, bs), dtype=np.float32)
-        stacked_masks = {name: torch.ones(n_steps, n_models, bs, *mm.shape) for name, mm in masks}
-        for j in range(n_models):
-            perm, drawn = _epoch_draws(int(sizes[j]), schedule, order_rngs[j], mask_gens[j], masks)
-            order = rows[j][perm]
-            padded = np.zeros(n_steps * bs, dtype=np.int64)
-            padded[: len(order)] = order
-            idx[:, j] = padded.reshape(n_steps, bs)
-            real = np.zeros(n_steps * bs, dtype=np.float32)
-            real[: len(order)] = 1.0  # padding rows weigh nothing in the loss
-            weight[:, j] = real.reshape(n_steps, bs)
-            for name, _ in masks:
-                stacked_masks[name][: steps[j], j] = drawn[name]
-        active = torch.as_tensor(np.arange(n_steps)[:, None] < steps[None, :], device=device)
-        idx_t = torch.as_tensor(idx, device=device)
-        weight_t = torch.as_tensor(weight, device=device)
-        masks_t = {f"{name}.mask": mk.to(device) for name, mk in stacked_masks.items()}
-        for s in range(n_steps):
-            batch = idx_t[s]
-            params, m, v, t = step(
-                params, m, v, t, total, {k: mk[s] for k, mk in masks_t.items()},
-                X[batch], y[batch], weight_t[s], active[s],
-            )
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        # plain nn.Dropout layers (vmap randomness="different") draw from the global
+        # generator: seed it from the stack's seeds so that reruns are identical
+        torch.manual_seed(int(np.random.SeedSequence([s.mask for s in seeds]).generate_state(1)[0]))
+        for _ in range(schedule.epochs if n_steps else 0):
+            params, m, v, t = _stacked_epoch(step, params, m, v, t, total, X, y, rows, sizes,
+                                             steps, schedule, order_rngs, mask_gens, masks)
     module.eval()
     return params
+
+
+def _stacked_epoch(step: Callable[..., Any], params: dict[str, torch.Tensor],
+                   m: dict[str, torch.Tensor], v: dict[str, torch.Tensor], t: torch.Tensor,
+                   total: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rows: list[np.ndarray],
+                   sizes: np.ndarray, steps: np.ndarray, schedule: Schedule,
+                   order_rngs: list[np.random.Generator], mask_gens: list[torch.Generator],
+                   masks: list[tuple[str, MaskedDropout]]) -> tuple[Any, Any, Any, torch.Tensor]:
+    """One epoch of every stacked model: draw each model's order and masks, then step."""
+    n_models, bs, device = len(rows), schedule.batch_size, X.device
+    n_steps = int(steps.max())
+    idx = np.zeros((n_steps, n_models, bs), dtype=np.int64)
+    weight = np.zeros((n_steps, n_models, bs), dtype=np.float32)
+    stacked_masks = {name: torch.ones(n_steps, n_models, bs, *mm.shape) for name, mm in masks}
+    for j in range(n_models):
+        perm, drawn = _epoch_draws(int(sizes[j]), schedule, order_rngs[j], mask_gens[j], masks)
+        order = rows[j][perm]
+        padded = np.zeros(n_steps * bs, dtype=np.int64)
+        padded[: len(order)] = order
+        idx[:, j] = padded.reshape(n_steps, bs)
+        real = np.zeros(n_steps * bs, dtype=np.float32)
+        real[: len(order)] = 1.0  # padding rows weigh nothing in the loss
+        weight[:, j] = real.reshape(n_steps, bs)
+        for name, _ in masks:
+            stacked_masks[name][: steps[j], j] = drawn[name]
+    active = torch.as_tensor(np.arange(n_steps)[:, None] < steps[None, :], device=device)
+    idx_t = torch.as_tensor(idx, device=device)
+    weight_t = torch.as_tensor(weight, device=device)
+    masks_t = {f"{name}.mask": mk.to(device) for name, mk in stacked_masks.items()}
+    for s in range(n_steps):
+        batch = idx_t[s]
+        params, m, v, t = step(
+            params, m, v, t, total, {k: mk[s] for k, mk in masks_t.items()},
+            X[batch], y[batch], weight_t[s], active[s],
+        )
+    return params, m, v, t
 
 
 def stack_states(states: list[dict[str, torch.Tensor]], device: torch.device) -> dict[str, Any]:
