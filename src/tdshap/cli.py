@@ -52,5 +52,10 @@ def demo(trials: int, seed: int, out: Path, progress: bool) -> None:
     click.echo(f"outputs written to {out.resolve()}")
 
 
+from tdshap.deep.bench_cli import bench_fmnist, bench_livedoor  # noqa: E402
+
+main.add_command(bench_fmnist)
+main.add_command(bench_livedoor)
+
 if __name__ == "__main__":
     main()
