@@ -215,33 +215,24 @@ def _mean_std(x: pd.Series) -> str:
     return f"{a.mean():.3f} ± {a.std(ddof=0):.3f} (n={len(a)})" if len(a) else "n/a"
 
 
+TABLE5 = ("Table 5 shape: test accuracy, mean ± std over trials (wall time, fits per trial)",
+          {"baseline": "baseline", "loo": "LOO", "tmc_short": "Data Shapley (short)",
+           "tdshap": "TDShap"})
+TABLE6 = ("Table 6 shape: warm start ablation",
+          {"tdshap": "TDShap (warm start)", "few_epoch": "Few-epoch", "full_train": "Full-train"})
+
+
+def _table(cells: pd.DataFrame, dataset: str, title: str, columns: dict[str, str]) -> list[str]:
+    acc, cost = [], []
+    for method in columns:
+        c = cells[cells["method"] == method] if len(cells) else cells
+        acc.append(_mean_std(c["test_acc"]) if len(c) else "n/a")
+        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits" if len(c) else "")
+    return [title, "", "| dataset | " + " | ".join(columns.values()) + " |",
+            "|---" * (len(columns) + 1) + "|", f"| {dataset} | " + " | ".join(acc) + " |",
+            "| time | " + " | ".join(cost) + " |"]
+
+
 def tables(cells: pd.DataFrame, dataset: str) -> str:
     """Markdown tables shaped like the paper's Tables 5 and 6."""
-    def row(methods: list[str]) -> tuple[list[str], list[str]]:
-        acc, cost = [], []
-        for m in methods:
-            c = cells[cells["method"] == m] if len(cells) else cells
-            acc.append(_mean_std(c["test_acc"]) if len(c) else "n/a")
-            cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits"
-                        if len(c) else "")
-        return acc, cost
-
-    t5 = ["baseline", "loo", "tmc_short", "tdshap"]
-    t6 = ["tdshap", "few_epoch", "full_train"]
-    a5, c5 = row(t5)
-    a6, c6 = row(t6)
-    return "\n".join([
-        "Table 5 shape: test accuracy, mean ± std over trials (wall time, fits per trial)",
-        "",
-        "| dataset | baseline | LOO | Data Shapley (short) | TDShap |",
-        "|---|---|---|---|---|",
-        f"| {dataset} | " + " | ".join(a5) + " |",
-        "| time | " + " | ".join(c5) + " |",
-        "",
-        "Table 6 shape: warm start ablation",
-        "",
-        "| dataset | TDShap (warm start) | Few-epoch | Full-train |",
-        "|---|---|---|---|",
-        f"| {dataset} | " + " | ".join(a6) + " |",
-        "| time | " + " | ".join(c6) + " |",
-    ])
+    return "\n".join([*_table(cells, dataset, *TABLE5), "", *_table(cells, dataset, *TABLE6)])

@@ -68,6 +68,12 @@ def _livedoor_docs(file: Path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]
     return texts, labels, categories
 
 
+def livedoor_corpus(path: str | os.PathLike[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """All 7367 articles: texts (title, newline, body) and category indices."""
+    texts, labels, _ = _livedoor_docs(_find("livedoor/livedoor.jsonl.gz", path))
+    return texts, labels
+
+
 def livedoor_categories(path: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
     """The 9 category names, in label order."""
     return _livedoor_docs(_find("livedoor/livedoor.jsonl.gz", path))[2]
@@ -80,5 +86,5 @@ def livedoor(
 ) -> Split:
     """A seeded draw (default 250/250/500) of Livedoor articles: X holds the texts
     (title, newline, body; an object array), y the category index (0..8)."""
-    texts, labels, _ = _livedoor_docs(_find("livedoor/livedoor.jsonl.gz", path))
+    texts, labels = livedoor_corpus(path)
     return split(texts, labels, sizes, seed, name="livedoor")

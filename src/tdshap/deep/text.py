@@ -57,7 +57,9 @@ def _tokenizer(path: str) -> Any:
 def _pretrained(path: str) -> nn.Module:
     """The pretrained encoder, read from disk once per process (copied for each model)."""
     from transformers import AutoModel
+    from transformers.utils import logging
 
+    logging.set_verbosity_error()  # the unused pooler weights are expected: no load report
     return AutoModel.from_pretrained(path, add_pooling_layer=False)
 
 

@@ -174,11 +174,12 @@ def _single_epochs(module: nn.Module, opt: torch.optim.Optimizer, lr_sched: Any,
     n, bs, device = len(rows_t), schedule.batch_size, X.device
     for _ in range(schedule.epochs):
         perm, drawn = _epoch_draws(n, schedule, order_rng, mask_gen, masks)
+        drawn = {name: mk.to(device) for name, mk in drawn.items()}  # one copy per epoch
         perm_t = torch.as_tensor(perm, device=device)
         for s in range(schedule.steps_per_epoch(n)):
             batch = rows_t[perm_t[s * bs : (s + 1) * bs]]
             for name, m in masks:
-                m.mask = drawn[name][s, : len(batch)].to(device)
+                m.mask = drawn[name][s, : len(batch)]
             loss = F.cross_entropy(module(X[batch]), y[batch])
             opt.zero_grad(set_to_none=True)
             loss.backward()
