@@ -182,7 +182,9 @@ def test_batched_utility_matches_one_by_one_utility(images):
 
 def test_tdshap_with_a_torch_estimator_uses_the_batched_utility(images):
     X, y, X_val, y_val = images
-    est = small_estimator(max_models=4)
+    est = small_estimator(max_models=4, batched=True)
+    assert small_estimator().utility_class is Utility  # "auto" batches on a GPU only
+    assert est.utility_class is BatchedTorchUtility
     model = TDShap(est, "accuracy", k=5, n_min=10, max_iter=2, random_state=0).fit(
         X, y, X_val, y_val)
     r = model.result_

@@ -17,7 +17,8 @@ Every fit is reproducible: ``random_state`` (an int; the valuation sets it
 per fit) seeds the initialisation, the order of the rows and the dropout
 masks through :class:`~tdshap.deep.training.FitSeeds`. The valuation then
 evaluates subsets through :class:`~tdshap.deep.batched.BatchedTorchUtility`
-(``batched=True``), which trains many subset models as one computation.
+(``batched=True``, or ``"auto"`` on a GPU), which trains many subset models
+as one computation.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         decay to 0 (Hugging Face's default schedule).
     batched, max_models:
         Let valuations train up to ``max_models`` subset models at once
-        (:mod:`tdshap.deep.batched`); ``False`` trains them one by one.
+        (:mod:`tdshap.deep.batched`); ``False`` trains them one by one;
+        ``"auto"`` batches on a GPU only (on the CPU, stacking measured about
+        2x slower than one by one: ``benchmarks/deep.py``).
     device:
         ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
     random_state:
@@ -104,7 +107,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         weight_decay: float = 0.0,
         warmup_steps: int = 0,
         lr_schedule: str = "constant",
-        batched: bool = True,
+        batched: bool | str = "auto",
         max_models: int = 64,
         device: str = "auto",
         random_state: int | None = None,
@@ -139,6 +142,8 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             )
         if self.init_from is not None and not isinstance(self.init_from, Pretrained):
             raise ValueError("init_from must be None or a Pretrained (set by prepare()).")
+        if self.batched not in (True, False, "auto"):
+            raise ValueError(f"batched={self.batched!r} must be True, False or 'auto'.")
         if not isinstance(self.max_models, int) or self.max_models < 1:
             raise ValueError(f"max_models={self.max_models!r} must be a whole number >= 1.")
 
@@ -222,7 +227,10 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
     @property
     def utility_class(self) -> type:
         """The :class:`~tdshap.utility.Utility` valuations should use with this estimator."""
-        if self.batched:
+        batched = self.batched
+        if batched == "auto":
+            batched = resolve_device(self.device).type == "cuda"
+        if batched:
             from tdshap.deep.batched import BatchedTorchUtility
 
             return BatchedTorchUtility
