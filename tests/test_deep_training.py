@@ -226,3 +226,10 @@ def test_module_factory_can_be_a_partial():
     est = TorchClassifier(module=functools.partial(FashionCNN, channels=(2, 2), hidden=4,
                                                    side=8), epochs=1, device="cpu")
     assert clone(est).module.func is FashionCNN
+
+
+def test_a_seeded_valuation_pretrains_an_unseeded_learner_reproducibly(images):
+    X, y, X_val, y_val = images
+    runs = [TDShap(small_estimator(random_state=None, epochs=1), "accuracy", k=10, n_min=10,
+                   max_iter=0, random_state=3).fit(X, y, X_val, y_val).values_ for _ in "ab"]
+    np.testing.assert_array_equal(runs[0], runs[1])

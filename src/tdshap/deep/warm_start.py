@@ -48,11 +48,19 @@ class Pretrained:
         return f"Pretrained(n_rows={self.n_rows}, steps={self.steps}, seconds={self.seconds:.1f})"
 
 
-def prepare_estimator(estimator: Any, X: Any, y: Any) -> Any:
-    """``estimator.prepare(X, y)`` for warm-start learners, else ``estimator`` itself."""
-    if isinstance(estimator, WarmStartLearner):
-        return estimator.prepare(X, y)
-    return estimator
+def prepare_estimator(estimator: Any, X: Any, y: Any, seed: int | None = None) -> Any:
+    """``estimator.prepare(X, y)`` for warm-start learners, else ``estimator`` itself.
+
+    A learner whose ``random_state`` is None is pretrained with ``seed`` (the
+    valuation's run seed), so that a seeded valuation is reproducible as a whole.
+    """
+    if not isinstance(estimator, WarmStartLearner):
+        return estimator
+    if seed is not None and getattr(estimator, "random_state", 0) is None:
+        from sklearn.base import clone
+
+        estimator = clone(estimator).set_params(random_state=int(seed))
+    return estimator.prepare(X, y)
 
 
 class Stopwatch:

@@ -67,7 +67,7 @@ class BaseValuation(BaseEstimator):
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
         # Warm-start learners train once on all of D here (enhancement iii) and may
         # bring their own utility class (batched training): see tdshap.deep.
-        estimator = prepare_estimator(self.estimator, X, y)
+        estimator = prepare_estimator(self.estimator, X, y, run_seed)
         utility_class = getattr(estimator, "utility_class", Utility)
         return utility_class(
             estimator, self.metric_, X, y, X_val, y_val,
