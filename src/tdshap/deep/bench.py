@@ -14,7 +14,10 @@ Methods:
 ``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
 
 Every valuation uses the same learner for V (warm start except in the two
-ablations); cleansing always trains the full-train model.
+ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
+about TDShap's time, as in the paper's Table 6); cleansing always trains the
+full-train model. A cell is the unit of resumption: one that is interrupted
+is recomputed whole on the next run.
 """
 
 from __future__ import annotations
