@@ -10,3 +10,12 @@ def breast_cancer_small():
     from tdshap.datasets import breast_cancer
 
     return breast_cancer(seed=0, sizes=(60, 60, 100))
+
+
+@pytest.fixture
+def single_threaded():
+    """BLAS/OpenMP on one thread: refit-heavy comparisons crawl when threads oversubscribe."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        yield

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, is_classifier
 
 from tdshap._validation import check_data
 from tdshap.deep.warm_start import prepare_estimator
+from tdshap.fast_paths import make_utility
 from tdshap.result import ValuationResult
 from tdshap.utility import SEED_MODES, Utility
 
@@ -32,7 +33,8 @@ class BaseValuation(BaseEstimator):
 
     Parameters shared by all methods are ``estimator``, ``metric``,
     ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see
-    :class:`tdshap.utility.Utility` for the first four.
+    :class:`tdshap.utility.Utility` for the first four. Methods that take
+    ``fast_path`` (default True) use :func:`tdshap.fast_paths.make_utility`.
     """
 
     algorithm = "base"
@@ -63,14 +65,20 @@ class BaseValuation(BaseEstimator):
     def _make_utility(
         self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray, run_seed: int
     ) -> Utility:
-        """The utility for this run; fast paths and parallel backends replace it."""
+        """The utility for this run (an exact fast path where one applies, unless
+        ``fast_path=False``); parallel backends replace it."""
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
         # Warm-start learners train once on all of D here (enhancement iii) and may
         # bring their own utility class (batched training): see tdshap.deep.
         estimator = prepare_estimator(self.estimator, X, y, run_seed)
-        utility_class = getattr(estimator, "utility_class", Utility)
-        return utility_class(
+        if hasattr(estimator, "utility_class"):
+            return estimator.utility_class(
+                estimator, self.metric_, X, y, X_val, y_val,
+                on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
+            )
+        return make_utility(
             estimator, self.metric_, X, y, X_val, y_val,
+            fast_path=getattr(self, "fast_path", True),
             on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
         )
 
@@ -99,7 +107,7 @@ class BaseValuation(BaseEstimator):
     ) -> ValuationResult:
         stats = utility.stats()
         counted = ("n_fits", "n_evaluations", "fit_seconds")
-        extra = {k: v for k, v in stats.items() if k not in counted}
+        extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))
         return ValuationResult(
             algorithm=self.algorithm,

@@ -55,6 +55,10 @@ class TDShap(BaseValuation):
         Seed (int) or ``numpy.random.Generator``; same seed, same result.
     progress:
         Show a progress bar.
+    fast_path:
+        Use an exact incremental utility when the estimator allows one (Ridge,
+        LinearRegression, k-NN; see :mod:`tdshap.fast_paths`): same values,
+        far fewer fits. ``result_.extra["fast_path"]`` says which was used.
 
     Attributes
     ----------
@@ -73,7 +77,6 @@ class TDShap(BaseValuation):
         metric: Any = None,
         tau: float | str = -0.01,
         eps: float | str = 0.01,
-        eps_factor: float = DEFAULT_EPS_FACTOR,
         n_min: int | str = "auto",
         k: int | str = "auto",
         max_iter: int | None = 50,
@@ -81,16 +84,17 @@ class TDShap(BaseValuation):
         tol: float | None = None,
         window: int = 10,
         stopping: StoppingCriterion | None = None,
+        eps_factor: float = DEFAULT_EPS_FACTOR,
         on_error: str = "fallback",
         seed_mode: str = "chain",
         random_state: Any = None,
         progress: bool = False,
+        fast_path: bool = True,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
         self.tau = tau
         self.eps = eps
-        self.eps_factor = eps_factor
         self.n_min = n_min
         self.k = k
         self.max_iter = max_iter
@@ -98,10 +102,12 @@ class TDShap(BaseValuation):
         self.tol = tol
         self.window = window
         self.stopping = stopping
+        self.eps_factor = eps_factor
         self.on_error = on_error
         self.seed_mode = seed_mode
         self.random_state = random_state
         self.progress = progress
+        self.fast_path = fast_path
 
     # -- parameters ------------------------------------------------------
     def _resolved_k(self, n: int) -> int:
