@@ -8,8 +8,8 @@ Methods:
 
 ``baseline``     the full-train model on all of D (no cleansing);
 ``loo``          leave-one-out with k = |D| (:class:`~tdshap.deep.loo.BatchedLOO`);
-``tmc_short``    Data Shapley (TMC) stopped at TDShap's wall time of the same trial;
 ``tdshap``       TDShap with warm start (enhancement iii);
+``tmc_short``    Data Shapley (TMC) stopped at TDShap's wall time of the same trial;
 ``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
 ``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
 
@@ -37,7 +37,7 @@ from tdshap.cleansing import cleanse
 from tdshap.datasets import Split
 from tdshap.result import ValuationResult, atomic_write_bytes
 
-METHODS = ("baseline", "loo", "tmc_short", "tdshap", "few_epoch", "full_train")
+METHODS = ("baseline", "loo", "tdshap", "tmc_short", "few_epoch", "full_train")  # run order
 VALUATIONS = {"loo", "tmc_short", "tdshap", "few_epoch", "full_train"}
 
 
