@@ -6,9 +6,13 @@ cleansing protocol.
 """
 
 from tdshap.cleansing import CleansingResult, cleanse
+from tdshap.harmful import HarmfulRows, find_harmful
 from tdshap.methods import TDShap
 from tdshap.result import ValuationResult
 from tdshap.utility import Utility
 
-__all__ = ["CleansingResult", "TDShap", "Utility", "ValuationResult", "cleanse"]
+__all__ = [
+    "CleansingResult", "HarmfulRows", "TDShap", "Utility", "ValuationResult", "cleanse",
+    "find_harmful",
+]
 __version__ = "0.1.0"

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from tdshap import __version__
+from tdshap.cli_clean import clean, value
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,6 +52,9 @@ def demo(trials: int, seed: int, out: Path, progress: bool) -> None:
     table.to_csv(out / "summary.csv", index=False)
     click.echo(f"outputs written to {out.resolve()}")
 
+
+main.add_command(clean)
+main.add_command(value)
 
 from tdshap.deep.bench_cli import bench_fmnist, bench_livedoor  # noqa: E402
 

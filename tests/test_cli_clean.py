@@ -1,0 +1,253 @@
+"""``tdshap clean`` / ``tdshap value`` through the real command (a subprocess each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+FAST = ["--max-iter", "1", "--no-progress"]
+
+
+def tdshap(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tdshap.cli", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def table(n: int = 40, seed: int = 0, task: str = "classification") -> pd.DataFrame:
+    """A small table: two numeric features, one text feature, a target."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    frame = pd.DataFrame({"a": a.round(3), "b": b.round(3),
+                          "colour": rng.choice(["red", "green", "blue"], n)})
+    if task == "classification":
+        frame["y"] = np.where(a + 0.3 * rng.normal(size=n) > 0, "yes", "no")
+    else:
+        frame["y"] = (2 * a - b + 0.1 * rng.normal(size=n)).round(4)
+    return frame
+
+
+def write(frame: pd.DataFrame, path: Path) -> Path:
+    frame.to_csv(path, index=False)
+    return path
+
+
+def assert_input_error(res: subprocess.CompletedProcess[str], out: Path, *words: str) -> None:
+    """Exit status 2, one line on stderr naming the problem, no traceback, no output."""
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2, res.stderr
+    assert len(lines) == 1 and lines[0].startswith("Error: "), res.stderr
+    assert "Traceback" not in res.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.fixture
+def train(tmp_path: Path) -> Path:
+    return write(table(), tmp_path / "train.csv")
+
+
+# -- the error corpus -----------------------------------------------------------------
+def test_missing_file(tmp_path: Path) -> None:
+    res = tdshap("clean", "nope.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "nope.csv", "does not exist")
+
+
+@pytest.mark.parametrize("content", ["", "a,b,y\n"], ids=["empty", "header-only"])
+def test_empty_file(tmp_path: Path, content: str) -> None:
+    (tmp_path / "t.csv").write_text(content)
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "t.csv")
+    assert "empty" in res.stderr or "no data rows" in res.stderr
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.parquet"])
+def test_unreadable_format(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x00garbage\xff" * 20)
+    res = tdshap("clean", name, "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", name)
+
+
+def test_target_missing(tmp_path: Path, train: Path) -> None:
+    res = tdshap("clean", train, "--target", "label", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "target column 'label'", "a, b, colour, y")
+
+
+def test_non_numeric_regression_target(tmp_path: Path, train: Path) -> None:
+    res = tdshap("clean", train, "--target", "y", "--task", "regression", "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "not numeric", "--task classification")
+
+
+def test_single_class(tmp_path: Path) -> None:
+    frame = table()
+    frame["y"] = "yes"
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "single class")
+
+
+def test_nan_names_column_and_offers_impute(tmp_path: Path) -> None:
+    frame = table()
+    frame.loc[[3, 7], "b"] = np.nan
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'b'", "2 missing", "--impute")
+
+
+def test_train_val_column_mismatch(tmp_path: Path, train: Path) -> None:
+    write(table(seed=1).rename(columns={"b": "bee"}), tmp_path / "val.csv")
+    res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "validation", "lacks b", "extra bee")
+
+
+def test_duplicate_column_names(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("a,a,y\n1,2,0\n3,4,1\n5,6,0\n")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "duplicate column names: a")
+
+
+@pytest.mark.parametrize(
+    ("model", "words"),
+    [("forest", ("unknown model 'forest'", "dtree")),
+     ("nosuchpkg.mod:Model", ("cannot import module 'nosuchpkg.mod'",)),
+     ("sklearn.tree:NoSuchTree", ("has no class 'NoSuchTree'",))],
+)
+def test_unknown_model(tmp_path: Path, train: Path, model: str, words: tuple[str]) -> None:
+    res = tdshap("clean", train, "--target", "y", "--model", model, "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+
+
+def test_invalid_params_json(tmp_path: Path, train: Path) -> None:
+    res = tdshap("clean", train, "--target", "y", "--params", "{max_depth: 3}", "--out",
+                 "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "--params is not valid JSON")
+
+
+def test_unknown_model_parameter(tmp_path: Path, train: Path) -> None:
+    res = tdshap("clean", train, "--target", "y", "--model", "dtree", "--params",
+                 '{"depth": 3}', "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "unknown parameter 'depth'", "max_depth")
+
+
+def test_n_too_small_for_n_min_and_k(tmp_path: Path, train: Path) -> None:
+    res = tdshap("clean", train, "--target", "y", "--n-min", "100", "--k", "10", "--out",
+                 "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "N=20", "n_min=100", "k=10", "--n-min")
+
+
+def test_output_folder_not_writable(tmp_path: Path, train: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    res = tdshap("clean", train, "--target", "y", "--out", "afile/out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "nothing", "not writable")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permissions")
+def test_output_folder_without_permission(tmp_path: Path, train: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    res = tdshap("clean", train, "--target", "y", "--out", "locked/out", *FAST, cwd=tmp_path)
+    assert_input_error(res, locked / "out", "not writable")
+
+
+def test_resume_not_yet_supported(tmp_path: Path, train: Path) -> None:
+    res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "--resume is not yet supported")
+
+
+# -- runs that work -------------------------------------------------------------------
+def test_clean_writes_every_output(tmp_path: Path) -> None:
+    frame = table(n=60)
+    frame.insert(0, "id", [f"r{i}" for i in range(len(frame))])
+    frame.loc[[2, 5], "b"] = np.nan
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--id-column", "id", "--impute",
+                 "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "cleaned.csv", "curve.png", "report.md", "result.json", "values.csv", "values.png"]
+    assert "task classification (inferred: the target is not numeric)" in res.stdout
+    values = pd.read_csv(out / "values.csv")
+    assert list(values.columns) == ["id", "value", "ci_low", "ci_high", "n_pulls",
+                                    "is_harmful", "removed"]
+    # 25% + 25% held out: 30 of 60 rows valued, each pulled at least once
+    assert len(values) == 30 and values["id"].str.startswith("r").all()
+    assert (values["n_pulls"] >= 1).all()
+    result = json.loads((out / "result.json").read_text())
+    tau = result["threshold"]
+    assert (values["is_harmful"] == (values["value"] <= tau)).all()
+    # the removed rows are the lowest-valued ones
+    n_removed = int(values["removed"].sum())
+    if n_removed:
+        assert values.loc[values["removed"], "value"].max() <= \
+            values.loc[~values["removed"], "value"].min()
+    # cleaned.csv: the input's lines minus the removed rows, byte for byte, in order
+    lines = (tmp_path / "t.csv").read_text().splitlines()
+    gone = set(values.loc[values["removed"], "id"])
+    kept = [lines[0]] + [line for line in lines[1:] if line.split(",")[0] not in gone]
+    assert (out / "cleaned.csv").read_text().splitlines() == kept
+    report = (out / "report.md").read_text()
+    for section in ("## Settings", "## Before and after cleansing", "lowest-valued rows",
+                    "## Fits and time", "## Guarantee", "imputed: {'b':"):
+        assert section in report
+    assert f"`{tau:.6g}`" in report  # the tau actually used
+
+
+def test_value_holds_out_no_test_rows(tmp_path: Path) -> None:
+    write(table(), tmp_path / "train.csv")
+    res = tdshap("value", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "held out 10 rows for validation (stratified by class)" in res.stdout
+    assert len(pd.read_csv(tmp_path / "out" / "values.csv")) == 30
+
+
+def test_value_stops_after_valuation(tmp_path: Path) -> None:
+    write(table(task="regression"), tmp_path / "train.csv")
+    write(table(seed=1, task="regression"), tmp_path / "val.csv")
+    res = tdshap("value", "train.csv", "--target", "y", "--val", "val.csv", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "task regression (inferred: the target has fractional values)" in res.stdout
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "report.md", "result.json", "values.csv", "values.png"]
+    values = pd.read_csv(out / "values.csv")
+    assert len(values) == 40 and "removed" not in values.columns
+    assert list(values["row"]) == list(range(40))
+
+
+def test_parquet_in_parquet_out(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    frame = table(n=48)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    res = tdshap("clean", "t.parquet", "--target", "y", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    cleaned = pd.read_parquet(tmp_path / "out" / "cleaned.parquet")
+    values = pd.read_csv(tmp_path / "out" / "values.csv")
+    assert list(cleaned.columns) == list(frame.columns)
+    kept = sorted(set(range(len(frame))) - set(values.loc[values["removed"], "row"]))
+    pd.testing.assert_frame_equal(cleaned.reset_index(drop=True),
+                                  frame.iloc[kept].reset_index(drop=True))
+
+
+def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocked" / "pyarrow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('pyarrow blocked for this test')\n")
+    (tmp_path / "t.parquet").write_bytes(b"PAR1")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "blocked")}
+    res = subprocess.run([sys.executable, "-m", "tdshap.cli", "clean", "t.parquet", "--target",
+                          "y", "--out", "out"], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert_input_error(res, tmp_path / "out", "pip install 'tdshap[parquet]'")
