@@ -12,7 +12,8 @@ on a subset continues from that model for ``steps`` more:
   fallback.
 * LightGBM: a new booster of ``steps`` rounds fitted with
   ``init_model=`` the pretrained booster, i.e. ``steps`` trees grown on the
-  subset on top of the trees grown on D.
+  subset on top of the trees grown on D. A multi-class subset missing one of
+  D's classes cannot continue D's booster either (fallback score).
 
 ``warm_start=False`` fits a fresh model for ``steps`` (the "few-epoch"
 ablation; set ``steps`` to the full count for "full-train").
