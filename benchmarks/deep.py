@@ -1,6 +1,7 @@
 """Subset models trained per second: one by one versus batched (tdshap.deep).
 
-One TDShap block of the paper's Fashion-MNIST setting: K + 1 CNNs
+One TDShap block (``--blocks M``: M blocks, a parallel round) of the paper's
+Fashion-MNIST setting: K + 1 CNNs
 (``FashionCNN``, 421k parameters) on nested prefixes P, P+b1, ..., P+b1..bK,
 each trained ``--epochs`` epochs with batch 64 from the same warm start,
 then scored on the validation rows. The one-by-one path is the ordinary
@@ -12,6 +13,7 @@ paper trial (n_iter 500, K 50, N_min 100, 20 epochs, 1000 rows) from the
 measured cost per trained image.
 
     .venv/bin/python benchmarks/deep.py [--prefix 100 --k 10 --epochs 1 --threads 1]
+    .venv/bin/python benchmarks/deep.py --prefix 500 --k 50 --blocks 4 --device cuda   # GPU
 
 Real Fashion-MNIST when ``TDSHAP_DATA_DIR`` is set, else random images
 (the speed does not depend on the pixels).
@@ -60,6 +62,8 @@ def main() -> None:
     parser.add_argument("--prefix", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--blocks", type=int, default=1,
+                        help="M blocks per call: M (K + 1) models (a parallel round)")
     parser.add_argument("--n-val", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="auto")
@@ -70,10 +74,16 @@ def main() -> None:
     X, y = images(max(n, args.n_val), 0)
     X_tr, y_tr, X_val, y_val = X[:n], y[:n], X[-args.n_val:], y[-args.n_val:]
     est = TorchClassifier(module=fashion_cnn, epochs=args.epochs, pretrain_epochs=1,
-                          device=args.device, max_models=args.k + 1, random_state=0)
+                          device=args.device, max_models=args.blocks * (args.k + 1),
+                          random_state=0)
     prepared = est.prepare(X_tr, y_tr)
-    chain = Chain(np.arange(args.prefix), np.arange(args.prefix, n), 7)
-    trained = sum(args.prefix + j for j in range(args.k + 1)) * args.epochs  # images
+    rng = np.random.default_rng(1)
+    chains = []
+    for b in range(args.blocks):  # each block: its own rows in its own order, its own seed
+        order = rng.permutation(n)
+        chains.append(Chain(order[: args.prefix], order[args.prefix :], 7 + b))
+    n_models = args.blocks * (args.k + 1)
+    trained = args.blocks * sum(args.prefix + j for j in range(args.k + 1)) * args.epochs
     timings: dict[str, list[float]] = {"one-by-one": [], "batched": []}
     scores = {}
     for _ in range(args.repeats):
@@ -84,7 +94,7 @@ def main() -> None:
             if prepared.device != "cpu" and torch.cuda.is_available():
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            (scores[name],) = utility.evaluate_chains([chain])
+            scores[name] = np.concatenate(utility.evaluate_chains(chains))
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             timings[name].append(time.perf_counter() - t0)
@@ -93,11 +103,12 @@ def main() -> None:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else (
         f"{platform.processor() or platform.machine()} CPU, {args.threads} thread(s)")
     print(f"{datetime.date.today()} | {where} | torch {torch.__version__} | "
-          f"K+1={args.k + 1} CNNs on prefixes {args.prefix}..{n}, {args.epochs} epoch(s), "
+          f"{args.blocks} block(s) of K+1={args.k + 1} CNNs on prefixes {args.prefix}..{n}, "
+          f"{args.epochs} epoch(s), "
           f"batch 64, val {args.n_val}")
     best = {k: min(v) for k, v in timings.items()}
     for name, sec in best.items():
-        print(f"  {name:10s}: {sec:7.2f} s, {(args.k + 1) / sec:7.3f} models/s, "
+        print(f"  {name:10s}: {sec:7.2f} s, {n_models / sec:7.3f} models/s, "
               f"{trained / sec:8.0f} trained images/s")
     print(f"  speed-up batched / one-by-one: {best['one-by-one'] / best['batched']:.2f}x; "
           f"largest score gap {np.max(np.abs(scores['batched'] - scores['one-by-one'])):.4f}")
