@@ -17,6 +17,7 @@ class RunProgress:
         self._bar: Any = None
         self._done = 0
         self._last = 0.0
+        self._postfix: dict[str, Any] = {}
         if enabled:
             self._bar = tqdm(total=resolution, desc=desc, unit="%", leave=True,
                              bar_format="{l_bar}{bar}| {elapsed}<{remaining} {postfix}")
@@ -29,6 +30,7 @@ class RunProgress:
             self._bar.update(target - self._done)
             self._done = target
         now = time.monotonic()
+        self._postfix = postfix or self._postfix
         if postfix and now - self._last > 0.2:  # postfix formatting is slow; rate-limit it
             self._bar.set_postfix(postfix, refresh=False)
             self._last = now
@@ -37,5 +39,7 @@ class RunProgress:
         if self._bar is not None:
             if self._done < self.resolution:
                 self._bar.update(self.resolution - self._done)
+            if self._postfix:  # the final figures, whatever the rate limit skipped
+                self._bar.set_postfix(self._postfix, refresh=False)
             self._bar.close()
             self._bar = None

@@ -33,6 +33,13 @@ class StoppingCriterion:
     def reset(self) -> None:
         """Forget any history (called at the start of a run)."""
 
+    def get_state(self, prefix: str = "stop") -> dict[str, np.ndarray]:
+        """The history a stateful criterion keeps, as arrays (for checkpoints)."""
+        return {}
+
+    def set_state(self, arrays: dict[str, np.ndarray], prefix: str = "stop") -> None:
+        """Restore what :meth:`get_state` returned."""
+
     def __or__(self, other: StoppingCriterion) -> StoppingCriterion:
         return _Either(self, other)
 
@@ -89,6 +96,15 @@ class Convergence(StoppingCriterion):
         self._history.clear()
         self._last_change = np.inf
 
+    def get_state(self, prefix: str = "stop") -> dict[str, np.ndarray]:
+        history = np.array(list(self._history)) if self._history else np.zeros((0, 0))
+        return {f"{prefix}.history": history, f"{prefix}.last_change": np.array(self._last_change)}
+
+    def set_state(self, arrays: dict[str, np.ndarray], prefix: str = "stop") -> None:
+        self.reset()
+        self._history.extend(np.array(row) for row in arrays[f"{prefix}.history"])
+        self._last_change = float(arrays[f"{prefix}.last_change"])
+
     def check(self, status: RunStatus) -> bool:
         if not self._history or self._history[-1] is not status.values:
             self._history.append(status.values.copy())
@@ -121,6 +137,13 @@ class _Either(StoppingCriterion):
     def reset(self) -> None:
         self.a.reset()
         self.b.reset()
+
+    def get_state(self, prefix: str = "stop") -> dict[str, np.ndarray]:
+        return {**self.a.get_state(f"{prefix}.a"), **self.b.get_state(f"{prefix}.b")}
+
+    def set_state(self, arrays: dict[str, np.ndarray], prefix: str = "stop") -> None:
+        self.a.set_state(arrays, f"{prefix}.a")
+        self.b.set_state(arrays, f"{prefix}.b")
 
     def fired(self, status: RunStatus) -> list[str]:
         return self.a.fired(status) + self.b.fired(status)

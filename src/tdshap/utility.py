@@ -41,7 +41,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from sklearn.base import clone, is_classifier
@@ -49,6 +49,12 @@ from sklearn.base import clone, is_classifier
 from tdshap.metrics import MetricSpec, resolve_metric
 
 OnError = Literal["raise", "fallback"]
+#: Per-run counters; a parallel executor adds its workers' counts to these and a
+#: checkpoint saves them. Subclasses with counters of their own extend
+#: :attr:`Utility.counter_names`.
+COUNTERS: tuple[str, ...] = (
+    "n_fits", "n_evaluations", "n_cache_hits", "n_fallbacks", "n_truncated", "fit_seconds",
+)
 SeedMode = Literal["chain", "run", "fit"]
 SEED_MODES: tuple[str, ...] = ("chain", "run", "fit")
 
@@ -148,6 +154,8 @@ class Utility:
         Remember scores by (subset, seed) so nothing is refitted.
     """
 
+    counter_names: ClassVar[tuple[str, ...]] = COUNTERS
+
     def __init__(
         self,
         estimator: Any,
@@ -183,6 +191,8 @@ class Utility:
         self.n_cache_hits = 0
         self.n_truncated = 0
         self.fit_seconds = 0.0
+        # set by a method running with n_jobs > 1 (see tdshap.parallel); None: in-process
+        self.executor: Any = None
 
     @property
     def n(self) -> int:
@@ -244,7 +254,12 @@ class Utility:
     def _evaluate(self, model: Any, idx: np.ndarray, seed: int) -> float:
         """V(idx) with ``seed``; ``model`` is a clone that may be refitted."""
         self.n_evaluations += 1
-        key = self._key(np.sort(idx), seed) if self.use_cache else b""
+        # Fit on the rows in sorted order: V is a function of the *set*, and
+        # order-sensitive learners (libsvm, SGD) would otherwise give a cached
+        # V(S) that differs in the last digits from a refit of S reached in
+        # another order, so values would depend on the cache (and on n_jobs).
+        idx = np.sort(idx)
+        key = self._key(idx, seed) if self.use_cache else b""
         if self.use_cache and (hit := self._cache.get(key)) is not None:
             self.n_cache_hits += 1
             return hit
@@ -294,8 +309,11 @@ class Utility:
         """Evaluate several chains; results in the order given.
 
         Every method evaluates through this one call, so that a parallel or
-        distributed backend only has to replace it.
+        distributed backend only has to replace it: with an ``executor`` set
+        (:mod:`tdshap.parallel`) the chains run on its workers.
         """
+        if self.executor is not None and len(chains) > 1:
+            return self.executor.evaluate(self, chains)
         return [self.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
 
     def stats(self) -> dict[str, Any]:

@@ -10,6 +10,8 @@ masks) and scores them all with one vmapped forward pass.
 :class:`~tdshap.deep.torch_estimator.TorchClassifier` selects it through its
 ``utility_class`` (``batched=True``).
 
+It overrides :meth:`evaluate_chains` itself, so a parallel ``executor``
+(``n_jobs``) is not used: the stacks run in this process, on its device.
 Counters (``n_fits``, ``n_evaluations``, ``n_cache_hits``, ``fit_seconds``)
 mean what they mean for :class:`~tdshap.utility.Utility`. TMC truncation is
 applied after the fact: a chain is trained whole, then its scores past the
@@ -94,10 +96,12 @@ class BatchedTorchUtility(Utility):
                                   np.asarray(c.block, dtype=np.intp)])
             out = np.empty(len(c.block) + 1)
             for j in range(len(out)):
-                rows = idx[: len(c.prefix) + j]
+                # sorted, as Utility fits them: V is a function of the set, not of the
+                # order the chain reached it in (the row order seeds the shuffling)
+                rows = np.sort(idx[: len(c.prefix) + j])
                 seed = self._fit_seed(c.seed, j)
                 self.n_evaluations += 1
-                key = self._key(np.sort(rows), seed) if self.use_cache else b""
+                key = self._key(rows, seed) if self.use_cache else b""
                 job_id = key if self.use_cache else (len(outs), j)
                 if self.use_cache and (hit := self._cache.get(key)) is not None:
                     self.n_cache_hits += 1

@@ -53,6 +53,7 @@ class FastPathUtility(Utility):
     """
 
     name: ClassVar[str] = "fast"
+    counter_names = (*Utility.counter_names, "n_fast_evaluations", "n_fast_declined")
     # steps computed together: large enough to amortise numpy calls, small
     # enough that a truncated TMC chain wastes little
     chunk_size: ClassVar[int] = 128

@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, is_classifier
 from tdshap._validation import check_data
 from tdshap.deep.warm_start import prepare_estimator
 from tdshap.fast_paths import make_utility
+from tdshap.parallel import make_executor
 from tdshap.result import ValuationResult
 from tdshap.utility import SEED_MODES, Utility
 
@@ -35,9 +36,14 @@ class BaseValuation(BaseEstimator):
     ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see
     :class:`tdshap.utility.Utility` for the first four. Methods that take
     ``fast_path`` (default True) use :func:`tdshap.fast_paths.make_utility`.
+    A method that lists ``n_jobs`` and ``backend`` in its ``__init__``
+    evaluates its chains in parallel (:func:`tdshap.parallel.make_executor`);
+    the defaults below run in-process.
     """
 
     algorithm = "base"
+    n_jobs: Any = 1
+    backend: Any = "loky"
 
     def _check_common(self) -> None:
         if self.estimator is None or not hasattr(self.estimator, "fit"):
@@ -60,7 +66,15 @@ class BaseValuation(BaseEstimator):
         self._check_params(len(ya))
         rng = np.random.default_rng(self.random_state)
         utility = self._make_utility(Xa, ya, Xv, yv, int(rng.integers(2**32)))
+        utility.executor = make_executor(self.n_jobs, self.backend)
         return utility, rng
+
+    @staticmethod
+    def _release(utility: Utility) -> None:
+        """Shut down the utility's parallel executor, if any (idempotent)."""
+        if utility.executor is not None:
+            utility.executor.close()
+            utility.executor = None
 
     def _make_utility(
         self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray, run_seed: int
@@ -105,6 +119,7 @@ class BaseValuation(BaseEstimator):
         variances: np.ndarray,
         **kwargs: Any,
     ) -> ValuationResult:
+        self._release(utility)
         stats = utility.stats()
         counted = ("n_fits", "n_evaluations", "fit_seconds")
         extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}

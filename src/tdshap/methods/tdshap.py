@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 
 from tdshap._validation import check_number
 from tdshap.bandit import APTState
+from tdshap.checkpoint import (
+    CheckpointSchedule,
+    check_resumable,
+    data_fingerprint,
+    read_checkpoint,
+)
 from tdshap.guarantee import guarantee_report
 from tdshap.methods.base import BaseValuation
+from tdshap.methods.tdshap_run import TDShapRun
 from tdshap.progress import RunProgress
+from tdshap.result import ValuationResult
 from tdshap.sampling import check_block_size, initial_blocks, sample_chain
 from tdshap.stopping import RunStatus, StoppingCriterion, build_stopping
 from tdshap.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
@@ -54,11 +64,36 @@ class TDShap(BaseValuation):
     random_state:
         Seed (int) or ``numpy.random.Generator``; same seed, same result.
     progress:
-        Show a progress bar.
+        Show a progress bar (rounds done of the budget, fits per second, arms
+        confidently below/above ``tau`` and undecided). Off by default: nothing
+        is printed unless asked for.
     fast_path:
         Use an exact incremental utility when the estimator allows one (Ridge,
         LinearRegression, k-NN; see :mod:`tdshap.fast_paths`): same values,
         far fewer fits. ``result_.extra["fast_path"]`` says which was used.
+    n_blocks:
+        M, the blocks evaluated per round: the ``M * k`` arms with the smallest
+        ``B_n`` are cut into M disjoint blocks, each on its own chain, so that
+        M chains can run at once. ``1`` is the paper's algorithm. ``max_iter``
+        counts rounds, so a round pulls ``M * k`` arms.
+    n_jobs, backend:
+        Workers that evaluate the chains of a round (and the initial blocks) in
+        parallel; see :func:`tdshap.parallel.make_executor`. ``backend`` is a
+        joblib backend (``"loky"``, the default), ``"dask"``, or a
+        ``dask.distributed.Client``. For a given seed and ``n_blocks`` the
+        values are identical whatever ``n_jobs`` and ``backend``.
+    checkpoint, checkpoint_every:
+        Save the run's full state to the file ``checkpoint`` (atomically; JSON
+        plus npz, see :mod:`tdshap.checkpoint`) every ``checkpoint_every``
+        seconds between rounds (``0``: after every round) and at the end. On
+        an exception or Ctrl-C the state before the interrupted round is saved
+        too; a killed process loses at most ``checkpoint_every`` seconds.
+    resume:
+        Continue the run saved in a checkpoint: a path, or ``True`` for the
+        ``checkpoint`` file when it exists (a fresh run otherwise). The data
+        and settings must match those of the checkpoint (``n_jobs``,
+        ``backend``, ``progress``, ``max_iter`` and ``time_budget`` may
+        change); the result is the same as that of a run never interrupted.
 
     Attributes
     ----------
@@ -90,6 +125,12 @@ class TDShap(BaseValuation):
         random_state: Any = None,
         progress: bool = False,
         fast_path: bool = True,
+        n_blocks: int = 1,
+        n_jobs: int = 1,
+        backend: Any = "loky",
+        checkpoint: str | os.PathLike[str] | None = None,
+        checkpoint_every: float = 10.0,
+        resume: str | os.PathLike[str] | bool | None = None,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -108,6 +149,12 @@ class TDShap(BaseValuation):
         self.random_state = random_state
         self.progress = progress
         self.fast_path = fast_path
+        self.n_blocks = n_blocks
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
+        self.resume = resume
 
     # -- parameters ------------------------------------------------------
     def _resolved_k(self, n: int) -> int:
@@ -130,6 +177,13 @@ class TDShap(BaseValuation):
             check_number(self.eps, "eps", low=0, hint="It is in units of the metric, e.g. "
                          "eps=0.01, or 'auto'.")
         check_number(self.eps_factor, "eps_factor", low=0)
+        check_number(self.n_blocks, "n_blocks", low=1, integer=True,
+                     hint="1 is the paper's algorithm; more keeps more workers busy.")
+        check_number(self.checkpoint_every, "checkpoint_every", low=0,
+                     hint="It is in seconds; 0 saves after every round.")
+        if self.resume is True and self.checkpoint is None:
+            raise ValueError("resume=True continues the file given as checkpoint=: set "
+                             "checkpoint='run.tdshap', or pass the file as resume=.")
         self.k_, self.n_min_ = self._resolved_k(n), self._resolved_n_min(n)
         check_block_size(n, self.k_, self.n_min_)
         if self.stopping is None:
@@ -140,51 +194,155 @@ class TDShap(BaseValuation):
             raise ValueError("stopping must be a tdshap.stopping.StoppingCriterion or None.")
 
     # -- the algorithm ---------------------------------------------------
-    def _pull(
-        self, utility: Utility, state: APTState, rng: np.random.Generator, arms: np.ndarray
-    ) -> None:
-        prefix, ordered = sample_chain(rng, utility.n, arms, self.n_min_)
-        chain = Chain(prefix, ordered, int(rng.integers(2**32)))
-        (scores,) = utility.evaluate_chains([chain])
-        state.update(ordered, np.diff(scores))
+    def _pull(self, utility: Utility, run: TDShapRun, blocks: list[np.ndarray]) -> None:
+        """One pull of every arm of ``blocks`` (disjoint), one chain per block.
+
+        The chains are drawn here, in the main process and in a fixed order,
+        so the result does not depend on where they are evaluated.
+        """
+        chains = []
+        for block in blocks:
+            prefix, ordered = sample_chain(run.rng, utility.n, block, self.n_min_)
+            chains.append(Chain(prefix, ordered, int(run.rng.integers(2**32))))
+        marginals = [np.diff(scores) for scores in utility.evaluate_chains(chains)]
+        for chain, rewards in zip(chains, marginals, strict=True):
+            run.state.update(chain.block, rewards)
+
+    def _round_blocks(self, run: TDShapRun) -> list[np.ndarray]:
+        """The ``n_blocks * k`` arms with the smallest index, cut into blocks of ``k``."""
+        k = self.k_
+        arms = run.state.select(min(self.n_blocks * k, run.state.n), run.rng)
+        return [arms[i : i + k] for i in range(0, len(arms), k)]
+
+    def _settings(self, utility: Utility) -> dict[str, Any]:
+        """What a checkpoint must agree on to be resumed (see :mod:`tdshap.checkpoint`)."""
+        free = ("n_jobs", "backend", "progress", "checkpoint", "checkpoint_every", "resume",
+                "max_iter", "time_budget")
+        out = {k: v for k, v in self._config().items() if k not in free}
+        if not isinstance(self.random_state, int | np.integer | None):
+            out["random_state"] = type(self.random_state).__name__
+        out.update(metric=utility.metric.name, k=self.k_, n_min=self.n_min_)
+        return out
+
+    def _start(self, utility: Utility, rng: np.random.Generator) -> TDShapRun:
+        """A fresh run, or the one saved in the checkpoint to resume."""
+        path = self._resume_path()
+        if path is not None:
+            meta, arrays = read_checkpoint(path)
+            data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
+            check_resumable(meta, self.algorithm, data, self._settings(utility), path)
+            return TDShapRun.restore(meta, arrays, utility, self._stop)
+        auto = "auto" in (self.tau, self.eps)
+        state = APTState(utility.n, 0.0 if auto else self.tau, 0.0 if auto else self.eps)
+        order = np.concatenate(initial_blocks(rng, utility.n, self.k_))
+        return TDShapRun(state, rng, order, self.k_, thresholds_set=not auto)
+
+    def _resume_path(self) -> str | os.PathLike[str] | None:
+        """The checkpoint to resume from, or None for a fresh run."""
+        if self.resume is True:  # the checkpoint file, if a previous run left one
+            assert self.checkpoint is not None
+            return self.checkpoint if os.path.exists(self.checkpoint) else None
+        if self.resume is None or self.resume is False:
+            return None
+        if not os.path.exists(self.resume):
+            raise ValueError(f"resume={str(self.resume)!r}: no such checkpoint file.")
+        return self.resume
+
+    def _saver(self, utility: Utility) -> CheckpointSchedule | None:
+        if self.checkpoint is None:
+            return None
+        data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
+        return CheckpointSchedule(self.checkpoint, self.checkpoint_every, algorithm=self.algorithm,
+                                  data=data, settings=self._settings(utility))
+
+    def _save(self, saver: CheckpointSchedule | None, utility: Utility, run: TDShapRun,
+              finished: bool = False, now: bool = False) -> None:
+        if saver is not None and (finished or now or saver.due()):
+            saver.write(*run.snapshot(utility, self._stop, finished))
+
+    def _save_interrupted(self, saver: CheckpointSchedule | None, utility: Utility,
+                          run: TDShapRun) -> None:
+        """On an error or Ctrl-C mid-step, checkpoint the state just before that step."""
+        if saver is None:
+            return
+        run.rewind(utility, self._stop)
+        try:
+            self._save(saver, utility, run, finished=False, now=True)
+        except Exception:  # never hide the original error behind a failed save
+            pass
 
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> TDShap:
         """Estimate the values of the rows of ``(X, y)`` against ``(X_val, y_val)``."""
         utility, rng = self._prepare(X, y, X_val, y_val)
-        start = time.perf_counter()
-        n, k = utility.n, self.k_
-        auto = "auto" in (self.tau, self.eps)
-        state = APTState(n, 0.0 if auto else self.tau, 0.0 if auto else self.eps)
+        try:
+            self._fit(utility, rng)
+        finally:
+            self._release(utility)
+        return self
+
+    def _fit(self, utility: Utility, rng: np.random.Generator) -> None:
         stop = self._stop
         stop.reset()
-        bar = RunProgress(self.progress, desc=f"TDShap N={n} K={k}")
-        blocks = initial_blocks(rng, n, k)
+        run = self._start(utility, rng)
+        state, k = run.state, self.k_
+        start = time.perf_counter() - run.elapsed
+        saver = self._saver(utility)
+        workers = getattr(utility.executor, "n_workers", 1)
+        if workers > self.n_blocks:
+            warnings.warn(
+                f"n_blocks={self.n_blocks} chains per round for {workers} workers: only the "
+                f"initialisation uses them all. Set n_blocks >= {workers} (a multiple evens "
+                "out chains of unequal length).", UserWarning, stacklevel=3)
+        init_batch = max(self.n_blocks, 2 * workers if workers > 1 else 1)
+        blocks = run.init_blocks
+        bar = RunProgress(self.progress, desc=f"TDShap N={utility.n} K={k} M={self.n_blocks}")
         try:
-            for i, block in enumerate(blocks):
-                self._pull(utility, state, rng, block)
-                bar.update(0.0, init=f"{i + 1}/{len(blocks)}", fits=utility.n_fits)
-            if auto:  # every arm holds exactly one marginal now
+            while run.init_done < len(blocks):
+                run.mark(utility, stop)
+                batch = blocks[run.init_done : run.init_done + init_batch]
+                self._pull(utility, run, batch)
+                run.init_done += len(batch)
+                run.commit()
+                run.elapsed = time.perf_counter() - start
+                bar.update(0.0, init=f"{run.init_done}/{len(blocks)}", fits=utility.n_fits)
+                self._save(saver, utility, run)
+            if not run.thresholds_set:  # every arm holds exactly one marginal now
+                run.mark(utility, stop)
                 state.tau, state.eps = auto_thresholds(state.mu, self.tau, self.eps,
                                                        self.eps_factor)
+                run.thresholds_set = True
+                run.commit()
             self.tau_, self.eps_ = state.tau, state.eps
-            rounds = 0
             while True:
-                status = RunStatus(rounds, time.perf_counter() - start, state.mu)
-                if stop.check(status):
+                run.mark(utility, stop)
+                if stop.check(RunStatus(run.rounds, time.perf_counter() - start, state.mu)):
+                    run.commit()
                     break
-                self._pull(utility, state, rng, state.select(k, rng))
-                rounds += 1
-                elapsed = time.perf_counter() - start
+                self._pull(utility, run, self._round_blocks(run))
+                run.rounds += 1
+                run.commit()
+                run.elapsed = time.perf_counter() - start
                 bar.update(
-                    stop.completion(RunStatus(rounds, elapsed, state.mu)),
-                    round=rounds, fits_per_s=f"{utility.n_fits / max(elapsed, 1e-9):.0f}",
+                    stop.completion(RunStatus(run.rounds, run.elapsed, state.mu)),
+                    round=run.rounds, pulls=int(state.counts.sum()),
+                    fits_per_s=f"{utility.n_fits / max(run.elapsed, 1e-9):.0f}",
                     **_sides(state),
                 )
+                self._save(saver, utility, run)
+        except BaseException:
+            self._save_interrupted(saver, utility, run)
+            raise
         finally:
             bar.close()
-        fired = stop.fired(RunStatus(rounds, time.perf_counter() - start, state.mu))
+        run.elapsed = time.perf_counter() - start
+        self._save(saver, utility, run, finished=True)
+        self._publish(self._make_result(utility, run, start))
+
+    def _make_result(self, utility: Utility, run: TDShapRun, start: float) -> ValuationResult:
+        state, n = run.state, utility.n
+        fired = self._stop.fired(RunStatus(run.rounds, time.perf_counter() - start, state.mu))
         bound = utility.metric.width_bound(np.concatenate([utility.y, utility.y_val]))
-        result = self._result(
+        return self._result(
             utility,
             start,
             values=state.mu.copy(),
@@ -198,17 +356,17 @@ class TDShap(BaseValuation):
             extra={
                 "tau": state.tau,
                 "eps": state.eps,
-                "k": k,
+                "k": self.k_,
                 "n_min": self.n_min_,
+                "n_blocks": self.n_blocks,
+                "n_workers": getattr(utility.executor, "n_workers", 1),
                 "metric": utility.metric.name,
-                "rounds": rounds,
-                "init_blocks": len(blocks),
+                "rounds": run.rounds,
+                "init_blocks": len(run.init_blocks),
                 "stopped_by": fired,
                 "pulls_spread": _spread(state.counts),
             },
         )
-        self._publish(result)
-        return self
 
 
 def _sides(state: APTState) -> dict[str, int]:

@@ -1,0 +1,171 @@
+"""Checkpoint and resume: exact continuation, refusal of mismatches, survival of SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+
+import numpy as np
+import pytest
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import TDShap
+from tdshap.checkpoint import checkpoint_info, read_checkpoint
+
+
+def _model(**kw):
+    settings = dict(n_min=10, k=5, max_iter=12, tol=1e-9, window=4, random_state=5)
+    settings.update(kw)
+    return TDShap(DecisionTreeClassifier(max_depth=3, random_state=0), "accuracy", **settings)
+
+
+def _fit(d, **kw):
+    return _model(**kw).fit(d.X_train, d.y_train, d.X_val, d.y_val)
+
+
+def _same_run(a: TDShap, b: TDShap) -> None:
+    np.testing.assert_array_equal(a.values_, b.values_)
+    np.testing.assert_array_equal(a.counts_, b.counts_)
+    np.testing.assert_array_equal(a.result_.variances, b.result_.variances)
+    for key in ("n_fits", "n_evaluations"):
+        assert getattr(a.result_, key) == getattr(b.result_, key)
+    assert a.result_.extra["rounds"] == b.result_.extra["rounds"]
+
+
+def test_resuming_a_finished_run_with_a_larger_budget_equals_one_long_run(
+        breast_cancer_small, tmp_path):
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    short = _fit(d, max_iter=5, checkpoint=path, checkpoint_every=0)
+    info = checkpoint_info(path)
+    assert info["finished"] and info["rounds"] == 5
+    assert info["counters"]["n_fits"] == short.result_.n_fits
+    with pytest.warns(UserWarning, match="n_blocks=1"):  # more workers than chains per round
+        longer = _fit(d, max_iter=12, checkpoint=path, resume=True, n_jobs=2,
+                      backend="threading")
+    _same_run(longer, _fit(d, max_iter=12))
+    assert checkpoint_info(path)["rounds"] == 12
+    assert [p.name for p in tmp_path.iterdir()] == ["run.tdshap"]  # no temporary left
+
+
+def test_checkpoint_holds_the_bandit_and_no_pickle(breast_cancer_small, tmp_path):
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    m = _fit(d, tau="auto", eps="auto", max_iter=3, checkpoint=path)
+    meta, arrays = read_checkpoint(path)
+    np.testing.assert_array_equal(arrays["mu"], m.values_)
+    np.testing.assert_array_equal(arrays["counts"], m.counts_)
+    assert meta["tau"] == m.tau_ and meta["eps"] == m.eps_
+    assert meta["rng"]["bit_generator"] == "PCG64"
+    with zipfile.ZipFile(path) as z:  # every member is a plain npy array, none of dtype object
+        assert all(name.endswith(".npy") for name in z.namelist())
+    with np.load(path, allow_pickle=False) as npz:
+        assert all(npz[k].dtype != object for k in npz.files)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"k": 6}, "different settings.*k: checkpoint 5, now 6"),
+        ({"n_blocks": 2}, "n_blocks"),
+        ({"random_state": 6}, "random_state"),
+        ({"y": True}, "different data"),
+    ],
+)
+def test_resume_refuses_other_settings_or_data(breast_cancer_small, tmp_path, change, match):
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    _fit(d, max_iter=2, checkpoint=path)
+    y = d.y_train.copy()
+    if change.pop("y", False):
+        y[0] = 1 - y[0]
+    with pytest.raises(ValueError, match=match):
+        _model(max_iter=4, resume=path, **change).fit(d.X_train, y, d.X_val, d.y_val)
+
+
+def test_resume_input_errors(breast_cancer_small, tmp_path):
+    d = breast_cancer_small
+    args = (d.X_train, d.y_train, d.X_val, d.y_val)
+    with pytest.raises(ValueError, match=r"resume=.*no such checkpoint"):
+        _model(resume=tmp_path / "missing.tdshap").fit(*args)
+    with pytest.raises(ValueError, match="checkpoint="):
+        _model(resume=True).fit(*args)
+    junk = tmp_path / "junk.tdshap"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a tdshap checkpoint"):
+        _model(resume=junk).fit(*args)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        _model(checkpoint=junk, checkpoint_every=-1).fit(*args)
+    # resume=True without a file yet starts afresh
+    fresh = _fit(d, max_iter=3, checkpoint=tmp_path / "new.tdshap", resume=True)
+    _same_run(fresh, _fit(d, max_iter=3))
+
+
+_CHILD = textwrap.dedent("""
+    import sys
+    from sklearn.tree import DecisionTreeClassifier
+    from tdshap import TDShap
+    from tdshap.datasets import breast_cancer
+
+    d = breast_cancer(seed=0, sizes=(60, 60, 100))
+    TDShap(DecisionTreeClassifier(max_depth=3, random_state=0), "accuracy", n_min=10, k=5,
+           max_iter={max_iter}, random_state=5, checkpoint=sys.argv[1],
+           checkpoint_every=0).fit(d.X_train, d.y_train, d.X_val, d.y_val)
+""")
+
+
+def test_sigkill_at_a_random_moment_then_resume_gives_the_uninterrupted_result(
+        breast_cancer_small, tmp_path):
+    d = breast_cancer_small
+    max_iter = 150
+    kill_after = int(np.random.default_rng().integers(0, max_iter // 3))  # rounds done
+    path = tmp_path / "run.tdshap"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD.format(max_iter=max_iter), str(path)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            if path.exists() and checkpoint_info(path)["rounds"] >= kill_after:
+                break
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    assert child.returncode == -signal.SIGKILL, child.stderr.read().decode()
+    info = checkpoint_info(path)
+    assert not info["finished"] and info["rounds"] < max_iter
+    kw = dict(max_iter=max_iter, tol=None, window=10)
+    resumed = _fit(d, checkpoint=path, resume=path, **kw)
+    _same_run(resumed, _fit(d, **kw))
+    assert checkpoint_info(path)["finished"]
+
+
+@pytest.mark.parametrize("interrupt_at", [3, 14, 22])  # chains: mid-init, 1st round, 6th
+def test_ctrl_c_mid_round_saves_the_state_before_it(breast_cancer_small, tmp_path, monkeypatch,
+                                                    interrupt_at):
+    from tdshap import Utility
+
+    d = breast_cancer_small
+    kw = dict(n_blocks=2, max_iter=12)
+    expected = _fit(d, **kw)
+    path = tmp_path / "run.tdshap"
+    calls = []
+    original = Utility.evaluate_chain
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == interrupt_at:  # the chain before it in the batch was fitted
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Utility, "evaluate_chain", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(d, checkpoint=path, checkpoint_every=1e9, **kw)  # only the last-gasp save
+    monkeypatch.setattr(Utility, "evaluate_chain", original)
+    assert not checkpoint_info(path)["finished"]
+    _same_run(_fit(d, checkpoint=path, resume=True, **kw), expected)
