@@ -89,3 +89,22 @@ def test_without_tmc_the_short_data_shapley_is_skipped_with_a_message(tmp_path, 
     cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tmc_short",),
                       echo=lines.append)
     assert len(cells) == 0 and "tmc_short skipped" in lines[0]
+
+
+def test_an_interrupted_tdshap_cell_continues_from_its_checkpoint(tmp_path):
+    import json
+
+    torch.set_num_threads(1)
+    first = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap",),
+                      echo=print).set_index("method")
+    assert (tmp_path / "cells" / "tdshap_trial0.tdshap").exists()
+    (tmp_path / "cells" / "tdshap_trial0.json").unlink()  # as if killed before the cell
+    again = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap",),
+                      echo=print).set_index("method")
+    for column in ("test_acc", "val_acc", "n_remove", "fits"):
+        assert again.loc["tdshap", column] == first.loc["tdshap", column]
+    from tdshap.checkpoint import checkpoint_info
+
+    cell = json.loads((tmp_path / "cells" / "tdshap_trial0.json").read_text())
+    earlier = checkpoint_info(tmp_path / "cells" / "tdshap_trial0.tdshap")["elapsed"]
+    assert earlier > 0 and cell["seconds"] > earlier  # the earlier pieces' time counts

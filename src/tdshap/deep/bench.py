@@ -16,8 +16,10 @@ Methods:
 Every valuation uses the same learner for V (warm start except in the two
 ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
 about TDShap's time, as in the paper's Table 6); cleansing always trains the
-full-train model. A cell is the unit of resumption: one that is interrupted
-is recomputed whole on the next run.
+full-train model. TDShap cells (and the ablations) also checkpoint their run
+every minute (``<method>_trial<t>.tdshap``) and continue it when rerun, so a
+cell longer than a machine's command limit is computed in pieces; the other
+cells are recomputed whole when interrupted.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class BenchSetting:
     n_iter: int
     k: int
     n_min: int
+    n_blocks: int = 1
     tau: float = -0.01
     eps: float = 0.01
     clean_step: int | None = None
@@ -101,6 +104,10 @@ class CellStore:
     def path(self, method: str, trial: int) -> Path:
         return self.out / "cells" / f"{method}_trial{trial}.json"
 
+    def checkpoint(self, method: str, trial: int) -> Path:
+        """Where an unfinished valuation of this cell keeps its state."""
+        return self.out / "cells" / f"{method}_trial{trial}.tdshap"
+
     def get(self, method: str, trial: int) -> dict[str, Any] | None:
         p = self.path(method, trial)
         return json.loads(p.read_text()) if p.exists() else None
@@ -138,8 +145,13 @@ def _tmc(estimator: Any, seconds: float, seed: int) -> Any:
     return cls(estimator, **kwargs)
 
 
-def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None) -> Any:
-    """The valuation estimator of ``method`` for one trial."""
+def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
+           checkpoint: Path | None = None) -> Any:
+    """The valuation estimator of ``method`` for one trial.
+
+    TDShap runs (and the two ablations) save their state to ``checkpoint``
+    every minute and resume from it, so one cell can be computed in pieces.
+    """
     from tdshap.deep.loo import BatchedLOO
     from tdshap.methods import TDShap
 
@@ -151,13 +163,30 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None)
         return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed)
     warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
                     "full_train": (False, s.pretrain_epochs)}[method]
+    resume = {} if checkpoint is None else {"checkpoint": checkpoint, "resume": True,
+                                             "checkpoint_every": 60.0}
     return TDShap(task.learner(warm, epochs, seed), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
-                  n_min=s.n_min, max_iter=s.n_iter, random_state=seed)
+                  n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
+                  **resume)
+
+
+def _elapsed_before(checkpoint: Path | None) -> float:
+    """Seconds a checkpointed run had already spent in earlier pieces."""
+    if checkpoint is None or not Path(checkpoint).exists():
+        return 0.0
+    from tdshap.checkpoint import checkpoint_info
+
+    return float(checkpoint_info(checkpoint).get("elapsed") or 0.0)
 
 
 def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
-             tdshap_seconds: float | None = None) -> dict[str, Any]:
-    """Value (unless baseline), cleanse and score one method on one trial."""
+             tdshap_seconds: float | None = None,
+             checkpoint: Path | None = None) -> dict[str, Any]:
+    """Value (unless baseline), cleanse and score one method on one trial.
+
+    ``seconds`` is the valuation's wall time, pretraining on all of D
+    included, summed over the pieces of a checkpointed run.
+    """
     s = task.setting
     clean = task.learner(False, s.clean_epochs, seed)
     cell: dict[str, Any] = {"method": method, "trial": trial, "seed": seed}
@@ -168,9 +197,11 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
                     val_acc=float(model.score(split.X_val, split.y_val)),
                     seconds=time.perf_counter() - start, fits=1, n_remove=0)
         return cell
-    est = valuer(task, method, seed, tdshap_seconds)
+    checkpoint = checkpoint if method in ("tdshap", "few_epoch", "full_train") else None
+    before = _elapsed_before(checkpoint)
+    est = valuer(task, method, seed, tdshap_seconds, checkpoint)
     est.fit(split.X_train, split.y_train, split.X_val, split.y_val)
-    seconds = time.perf_counter() - start  # pretraining on all of D included
+    seconds = before + time.perf_counter() - start  # pretraining on all of D included
     result: ValuationResult = est.result_
     cleaned = cleanse(result, clean, *split.train, *split.val, *split.test, metric="accuracy",
                       step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed)
@@ -206,7 +237,8 @@ def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[
                 continue
             split = split or task.load(trial_seed)
             cell = run_cell(task, method, t, trial_seed, split,
-                            tdshap_cell["seconds"] if tdshap_cell else None)
+                            tdshap_cell["seconds"] if tdshap_cell else None,
+                            store.checkpoint(method, t))
             store.put(cell)
             echo(f"trial {t} {method}: test acc {cell['test_acc']:.3f}, "
                  f"{cell['seconds']:.1f} s, {cell['fits']} fits")

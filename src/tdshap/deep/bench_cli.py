@@ -42,6 +42,8 @@ def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable
                      show_default=True, help="TDShap rounds after initialisation."),
         click.option("--k", type=click.IntRange(min=1), default=50, show_default=True),
         click.option("--n-min", type=click.IntRange(min=0), default=100, show_default=True),
+        click.option("--n-blocks", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="TDShap blocks per round (M): M (K + 1) models per stack on a GPU."),
         click.option("--clean-step", type=click.IntRange(min=1), default=None,
                      help="Removal grid step [default: 1% of the training set]."),
         click.option("--max-models", type=click.IntRange(min=1), default=64,
@@ -66,7 +68,8 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
         dataset=name, sizes=tuple(kw["sizes"]), epochs=kw["epochs"],
         pretrain_epochs=kw["pretrain_epochs"],
         clean_epochs=kw["clean_epochs"] or kw["pretrain_epochs"], batch_size=kw["batch_size"],
-        n_iter=kw["n_iter"], k=kw["k"], n_min=kw["n_min"], clean_step=kw["clean_step"],
+        n_iter=kw["n_iter"], k=kw["k"], n_min=kw["n_min"], n_blocks=kw["n_blocks"],
+        clean_step=kw["clean_step"],
         max_models=kw["max_models"], device=kw["device"], extra=extra,
     )
 
