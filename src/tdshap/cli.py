@@ -56,5 +56,10 @@ def demo(trials: int, seed: int, out: Path, progress: bool) -> None:
 main.add_command(clean)
 main.add_command(value)
 
+from tdshap.deep.bench_cli import bench_fmnist, bench_livedoor  # noqa: E402
+
+main.add_command(bench_fmnist)
+main.add_command(bench_livedoor)
+
 if __name__ == "__main__":
     main()
