@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PIP) install -e '.[dev]'
+	$(PIP) install -e '.[dev,torch,text]'
 	touch $@
 
 install: $(VENV)/.installed

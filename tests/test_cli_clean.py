@@ -159,9 +159,28 @@ def test_output_folder_without_permission(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, locked / "out", "not writable")
 
 
-def test_resume_not_yet_supported(tmp_path: Path, train: Path) -> None:
+def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "--resume is not yet supported")
+    assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")
+
+
+def test_resume_extends_a_finished_run(tmp_path: Path, train: Path) -> None:
+    base = ("value", train, "--target", "y", "--k", "5", "--n-min", "5", "--no-progress")
+    first = tdshap(*base, "--max-iter", "2", "--out", "out", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "out" / "run.tdshap").is_file()
+    again = tdshap(*base, "--max-iter", "5", "--resume", "--out", "out", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    fresh = tdshap(*base, "--max-iter", "5", "--out", "fresh", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    resumed = json.loads((tmp_path / "out" / "result.json").read_text())
+    direct = json.loads((tmp_path / "fresh" / "result.json").read_text())
+    assert resumed["extra"]["rounds"] == direct["extra"]["rounds"] == 5
+    assert resumed["values"] == direct["values"] and resumed["counts"] == direct["counts"]
+    # a different setting is refused rather than silently mixed in
+    other = tdshap(*base, "--max-iter", "5", "--k", "4", "--resume", "--out", "out",
+                   cwd=tmp_path)
+    assert other.returncode == 2 and "Traceback" not in other.stderr
 
 
 # -- runs that work -------------------------------------------------------------------
@@ -175,7 +194,8 @@ def test_clean_writes_every_output(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
-        "cleaned.csv", "curve.png", "report.md", "result.json", "values.csv", "values.png"]
+        "cleaned.csv", "curve.png", "report.md", "result.json", "run.tdshap", "values.csv",
+        "values.png"]
     assert "task classification (inferred: the target is not numeric)" in res.stdout
     values = pd.read_csv(out / "values.csv")
     assert list(values.columns) == ["id", "value", "ci_low", "ci_high", "n_pulls",
@@ -220,7 +240,7 @@ def test_value_stops_after_valuation(tmp_path: Path) -> None:
     assert "task regression (inferred: the target has fractional values)" in res.stdout
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
-        "report.md", "result.json", "values.csv", "values.png"]
+        "report.md", "result.json", "run.tdshap", "values.csv", "values.png"]
     values = pd.read_csv(out / "values.csv")
     assert len(values) == 40 and "removed" not in values.columns
     assert list(values["row"]) == list(range(40))

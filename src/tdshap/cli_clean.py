@@ -104,12 +104,17 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--out", type=click.Path(path_type=Path), default=Path("tdshap-out"),
                      show_default=True, help="Output folder."),
         click.option("--resume", is_flag=True,
-                     help="Continue an interrupted run (not yet supported)."),
+                     help=f"Continue the run saved in OUT/{CHECKPOINT_NAME} (every run saves "
+                     "its state there as it goes) with the same data and settings; a larger "
+                     "--max-iter or --time-budget extends it."),
         click.option("--progress/--no-progress", default=True, show_default=True),
     ]
     for opt in reversed(opts):
         func = opt(func)
     return func
+
+
+CHECKPOINT_NAME = "run.tdshap"
 
 
 def _check_out(out: Path) -> None:
@@ -190,11 +195,12 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     ctx = click.get_current_context()
     given = {name for name in opts
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
-    if opts["resume"]:
-        raise ValueError("--resume is not yet supported: checkpoints are not written yet; "
-                         "rerun without --resume.")
     out: Path = opts["out"]
     _check_out(out)
+    checkpoint = out / CHECKPOINT_NAME
+    if opts["resume"] and not checkpoint.is_file():
+        raise ValueError(f"--resume: there is no checkpoint {checkpoint} to continue; run "
+                         "without --resume first (every run saves one in --out).")
     params = parse_params(opts["params"])
     target, id_col = opts["target"], opts["id_column"]
     frame, X, y = _read(opts["train"], target, id_col, "training file", None)
@@ -212,7 +218,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
                             opts["max_iter"], opts["time_budget"])
     run_ = run(data, opts["model"], params=params, metric=opts["metric"], options=options,
-               seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given)
+               seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,
+               checkpoint=checkpoint, resume=opts["resume"])
     inputs = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
               "train": str(opts["train"]), "target": target}
     inputs.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})

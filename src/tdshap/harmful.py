@@ -15,8 +15,10 @@ full control.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -207,12 +209,16 @@ def run(
     do_cleanse: bool = True,
     progress: bool = False,
     given: set[str] | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    resume: bool = False,
 ) -> HarmfulRun:
     """Value ``data``'s training rows with TDShap and (optionally) cleanse.
 
     ``model`` is a registry name, an import path or an estimator (``None``:
     the registry's default); ``given`` names the settings the user chose
-    (the report marks the others as defaults).
+    (the report marks the others as defaults). ``checkpoint`` is a file the
+    valuation saves its state to as it goes; ``resume=True`` continues the
+    run saved there (see :class:`tdshap.TDShap`).
     """
     start = time.perf_counter()
     given = set(given or ())
@@ -228,7 +234,8 @@ def run(
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     n = len(data.y_train)
     tdshap = TDShap(estimator, metric, tau=tau, eps=eps, k=k, n_min=n_min, max_iter=o.max_iter,
-                    time_budget=o.time_budget, random_state=seed, progress=progress)
+                    time_budget=o.time_budget, random_state=seed, progress=progress,
+                    checkpoint=checkpoint, resume=True if resume else None)
     k_used, n_min_used = tdshap._resolved_k(n), tdshap._resolved_n_min(n)
     try:
         check_block_size(n, k_used, n_min_used)
@@ -237,6 +244,8 @@ def run(
             f"the training part has N={n} rows, too few for n_min={n_min_used} and k={k_used} "
             f"(needs N >= n_min + k = {n_min_used + k_used}): lower --n-min/--k or use more rows."
         ) from None
+    if checkpoint is not None:
+        Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
     tdshap.fit(data.X_train, data.y_train, data.X_val, data.y_val)
     result = tdshap.result_
     cleansing = None

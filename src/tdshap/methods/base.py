@@ -10,6 +10,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, is_classifier
 
 from tdshap._validation import check_data
+from tdshap.deep.warm_start import prepare_estimator
 from tdshap.fast_paths import make_utility
 from tdshap.parallel import make_executor
 from tdshap.result import ValuationResult
@@ -81,8 +82,16 @@ class BaseValuation(BaseEstimator):
         """The utility for this run (an exact fast path where one applies, unless
         ``fast_path=False``); parallel backends replace it."""
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
+        # Warm-start learners train once on all of D here (enhancement iii) and may
+        # bring their own utility class (batched training): see tdshap.deep.
+        estimator = prepare_estimator(self.estimator, X, y, run_seed)
+        if hasattr(estimator, "utility_class"):
+            return estimator.utility_class(
+                estimator, self.metric_, X, y, X_val, y_val,
+                on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
+            )
         return make_utility(
-            self.estimator, self.metric_, X, y, X_val, y_val,
+            estimator, self.metric_, X, y, X_val, y_val,
             fast_path=getattr(self, "fast_path", True),
             on_error=self.on_error, seed_mode=self.seed_mode, run_seed=run_seed,
         )

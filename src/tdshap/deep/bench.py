@@ -1,0 +1,273 @@
+"""The paper's deep-learning benchmarks (Tables 5 and 6) on Fashion-MNIST and Livedoor.
+
+One *cell* is one method on one trial: value the training rows, cleanse
+with the SPEC §4 protocol, record the test accuracy, wall time and fits.
+Cells are written to ``<out>/cells/<method>_trial<t>.json`` as they finish
+and skipped when a rerun finds them, so a long benchmark proceeds in pieces.
+Methods:
+
+``baseline``     the full-train model on all of D (no cleansing);
+``loo``          leave-one-out with k = |D| (:class:`~tdshap.deep.loo.BatchedLOO`);
+``tdshap``       TDShap with warm start (enhancement iii);
+``tmc_short``    Data Shapley (TMC) stopped at TDShap's wall time of the same trial;
+``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
+``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
+
+Every valuation uses the same learner for V (warm start except in the two
+ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
+about TDShap's time, as in the paper's Table 6); cleansing always trains the
+full-train model. TDShap cells (and the ablations) also checkpoint their run
+every minute (``<method>_trial<t>.tdshap``) and continue it when rerun, so a
+cell longer than a machine's command limit is computed in pieces; the other
+cells are recomputed whole when interrupted.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tdshap.cleansing import cleanse
+from tdshap.datasets import Split
+from tdshap.result import ValuationResult, atomic_write_bytes
+
+METHODS = ("baseline", "loo", "tdshap", "tmc_short", "few_epoch", "full_train")  # run order
+VALUATIONS = {"loo", "tmc_short", "tdshap", "few_epoch", "full_train"}
+
+
+@dataclass
+class BenchSetting:
+    """Everything that decides a cell's numbers (stored beside the cells)."""
+
+    dataset: str
+    sizes: tuple[int, int, int]
+    epochs: int
+    pretrain_epochs: int
+    clean_epochs: int
+    batch_size: int
+    n_iter: int
+    k: int
+    n_min: int
+    n_blocks: int = 1
+    tau: float = -0.01
+    eps: float = 0.01
+    clean_step: int | None = None
+    clean_max_fraction: float = 0.5
+    max_models: int = 64
+    device: str = "auto"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> dict[str, Any]:
+        """The setting as JSON (device and batching excluded: they do not change results)."""
+        out = asdict(self)
+        out["sizes"] = list(self.sizes)
+        for name in ("device", "max_models"):
+            out.pop(name)
+        return out
+
+
+@dataclass
+class DeepTask:
+    """How to get a trial's data and learners for one dataset."""
+
+    setting: BenchSetting
+    load: Callable[[int], Split]  # trial seed -> split with numeric X
+    learner: Callable[[bool, int, int], Any]  # (warm_start, epochs, seed) -> estimator
+
+
+class CellStore:
+    """Cells on disk under ``out``; refuses to mix settings in one folder."""
+
+    def __init__(self, out: Path, setting: BenchSetting) -> None:
+        self.out = Path(out)
+        (self.out / "cells").mkdir(parents=True, exist_ok=True)
+        file = self.out / "setting.json"
+        key = setting.key()
+        if file.exists():
+            old = json.loads(file.read_text())
+            if old != key:
+                raise ValueError(
+                    f"{self.out} holds cells of another setting ({file}); pass another --out "
+                    "or delete that folder."
+                )
+        else:
+            atomic_write_bytes(file, json.dumps(key, indent=1).encode())
+
+    def path(self, method: str, trial: int) -> Path:
+        return self.out / "cells" / f"{method}_trial{trial}.json"
+
+    def checkpoint(self, method: str, trial: int) -> Path:
+        """Where an unfinished valuation of this cell keeps its state."""
+        return self.out / "cells" / f"{method}_trial{trial}.tdshap"
+
+    def get(self, method: str, trial: int) -> dict[str, Any] | None:
+        p = self.path(method, trial)
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def put(self, cell: dict[str, Any]) -> None:
+        atomic_write_bytes(self.path(cell["method"], cell["trial"]),
+                           json.dumps(cell, indent=1).encode())
+
+    def all(self) -> pd.DataFrame:
+        cells = [json.loads(p.read_text()) for p in sorted((self.out / "cells").glob("*.json"))]
+        return pd.DataFrame(cells)
+
+
+def tmc_class() -> Any:
+    """``tdshap.methods.tmc.TMCShapley`` when that module exists, else None."""
+    try:
+        from tdshap.methods.tmc import TMCShapley
+    except ImportError:
+        return None
+    return TMCShapley
+
+
+def _tmc(estimator: Any, seconds: float, seed: int) -> Any:
+    cls = tmc_class()
+    params = inspect.signature(cls).parameters
+    kwargs: dict[str, Any] = {"metric": "accuracy", "random_state": seed}
+    if "time_budget" in params:
+        kwargs["time_budget"] = seconds
+    else:
+        from tdshap.stopping import build_stopping
+
+        kwargs["stopping"] = build_stopping(None, seconds, None, 10)
+    if "max_iter" in params:
+        kwargs["max_iter"] = None
+    return cls(estimator, **kwargs)
+
+
+def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
+           checkpoint: Path | None = None) -> Any:
+    """The valuation estimator of ``method`` for one trial.
+
+    TDShap runs (and the two ablations) save their state to ``checkpoint``
+    every minute and resume from it, so one cell can be computed in pieces.
+    """
+    from tdshap.deep.loo import BatchedLOO
+    from tdshap.methods import TDShap
+
+    s = task.setting
+    if method == "loo":
+        return BatchedLOO(task.learner(True, s.epochs, seed), "accuracy", random_state=seed)
+    if method == "tmc_short":
+        assert tdshap_seconds is not None
+        return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed)
+    warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
+                    "full_train": (False, s.pretrain_epochs)}[method]
+    resume = {} if checkpoint is None else {"checkpoint": checkpoint, "resume": True,
+                                             "checkpoint_every": 60.0}
+    return TDShap(task.learner(warm, epochs, seed), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
+                  n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
+                  **resume)
+
+
+def _elapsed_before(checkpoint: Path | None) -> float:
+    """Seconds a checkpointed run had already spent in earlier pieces."""
+    if checkpoint is None or not Path(checkpoint).exists():
+        return 0.0
+    from tdshap.checkpoint import checkpoint_info
+
+    return float(checkpoint_info(checkpoint).get("elapsed") or 0.0)
+
+
+def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
+             tdshap_seconds: float | None = None,
+             checkpoint: Path | None = None) -> dict[str, Any]:
+    """Value (unless baseline), cleanse and score one method on one trial.
+
+    ``seconds`` is the valuation's wall time, pretraining on all of D
+    included, summed over the pieces of a checkpointed run.
+    """
+    s = task.setting
+    clean = task.learner(False, s.clean_epochs, seed)
+    cell: dict[str, Any] = {"method": method, "trial": trial, "seed": seed}
+    start = time.perf_counter()
+    if method == "baseline":
+        model = clean.fit(split.X_train, split.y_train)
+        cell.update(test_acc=float(model.score(split.X_test, split.y_test)),
+                    val_acc=float(model.score(split.X_val, split.y_val)),
+                    seconds=time.perf_counter() - start, fits=1, n_remove=0)
+        return cell
+    checkpoint = checkpoint if method in ("tdshap", "few_epoch", "full_train") else None
+    before = _elapsed_before(checkpoint)
+    est = valuer(task, method, seed, tdshap_seconds, checkpoint)
+    est.fit(split.X_train, split.y_train, split.X_val, split.y_val)
+    seconds = before + time.perf_counter() - start  # pretraining on all of D included
+    result: ValuationResult = est.result_
+    cleaned = cleanse(result, clean, *split.train, *split.val, *split.test, metric="accuracy",
+                      step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed)
+    cell.update(test_acc=cleaned.cleaned_test, val_acc=cleaned.cleaned_val,
+                baseline_test=cleaned.baseline_test, n_remove=cleaned.n_remove,
+                seconds=seconds, fits=int(result.n_fits),
+                n_harmful=int(np.sum(result.is_harmful)),
+                rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - start
+                - seconds)
+    return cell
+
+
+def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[str, ...],
+              echo: Callable[[str], None] = print) -> pd.DataFrame:
+    """Every missing cell of ``methods`` × ``trials``; returns all cells of ``out``."""
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}: choose from {METHODS}.")
+    store = CellStore(out, task.setting)
+    order = [m for m in METHODS if m in methods]
+    if "tmc_short" in order and tmc_class() is None:
+        echo("tmc_short skipped: tdshap.methods.tmc.TMCShapley is not available in this build.")
+        order.remove("tmc_short")
+    for t in range(trials):
+        trial_seed = seed + t
+        split = None
+        for method in order:
+            if store.get(method, t) is not None:
+                continue
+            tdshap_cell = store.get("tdshap", t)
+            if method == "tmc_short" and tdshap_cell is None:
+                echo(f"trial {t}: tmc_short needs the tdshap cell first (add tdshap).")
+                continue
+            split = split or task.load(trial_seed)
+            cell = run_cell(task, method, t, trial_seed, split,
+                            tdshap_cell["seconds"] if tdshap_cell else None,
+                            store.checkpoint(method, t))
+            store.put(cell)
+            echo(f"trial {t} {method}: test acc {cell['test_acc']:.3f}, "
+                 f"{cell['seconds']:.1f} s, {cell['fits']} fits")
+    return store.all()
+
+
+def _mean_std(x: pd.Series) -> str:
+    a = np.asarray(x, dtype=float)
+    return f"{a.mean():.3f} ± {a.std(ddof=0):.3f} (n={len(a)})" if len(a) else "n/a"
+
+
+TABLE5 = ("Table 5 shape: test accuracy, mean ± std over trials (wall time, fits per trial)",
+          {"baseline": "baseline", "loo": "LOO", "tmc_short": "Data Shapley (short)",
+           "tdshap": "TDShap"})
+TABLE6 = ("Table 6 shape: warm start ablation",
+          {"tdshap": "TDShap (warm start)", "few_epoch": "Few-epoch", "full_train": "Full-train"})
+
+
+def _table(cells: pd.DataFrame, dataset: str, title: str, columns: dict[str, str]) -> list[str]:
+    acc, cost = [], []
+    for method in columns:
+        c = cells[cells["method"] == method] if len(cells) else cells
+        acc.append(_mean_std(c["test_acc"]) if len(c) else "n/a")
+        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits" if len(c) else "")
+    return [title, "", "| dataset | " + " | ".join(columns.values()) + " |",
+            "|---" * (len(columns) + 1) + "|", f"| {dataset} | " + " | ".join(acc) + " |",
+            "| time | " + " | ".join(cost) + " |"]
+
+
+def tables(cells: pd.DataFrame, dataset: str) -> str:
+    """Markdown tables shaped like the paper's Tables 5 and 6."""
+    return "\n".join([*_table(cells, dataset, *TABLE5), "", *_table(cells, dataset, *TABLE6)])

@@ -1,0 +1,110 @@
+"""The deep benchmark driver (tdshap.deep.bench) on a tiny synthetic task."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tdshap.datasets import Split  # noqa: E402
+from tdshap.deep.bench import BenchSetting, DeepTask, run_bench, tables  # noqa: E402
+from tdshap.deep.models import FashionCNN  # noqa: E402
+from tdshap.deep.torch_estimator import TorchClassifier  # noqa: E402
+
+
+def tiny_cnn(n_classes: int) -> FashionCNN:
+    return FashionCNN(n_classes, channels=(2, 2), hidden=4, side=8)
+
+
+def tiny_task(n_iter: int = 1) -> DeepTask:
+    setting = BenchSetting(dataset="toy", sizes=(24, 20, 20), epochs=1, pretrain_epochs=2,
+                           clean_epochs=2, batch_size=8, n_iter=n_iter, k=4, n_min=8,
+                           clean_step=4, device="cpu")
+
+    def load(seed: int) -> Split:
+        rng = np.random.default_rng(seed)
+        y = rng.integers(0, 2, 64)
+        X = rng.normal(0, 1, (64, 1, 8, 8)).astype(np.float32) + y[:, None, None, None]
+        return Split(X[:24], y[:24], X[24:44], y[24:44], X[44:], y[44:], name="toy")
+
+    def learner(warm: bool, epochs: int, seed: int) -> TorchClassifier:
+        return TorchClassifier(module=tiny_cnn, epochs=epochs, pretrain_epochs=2,
+                               warm_start=warm, batch_size=8, device="cpu", random_state=seed)
+
+    return DeepTask(setting, load, learner)
+
+
+def test_cells_are_written_resumed_and_tabulated(tmp_path):
+    torch.set_num_threads(1)
+    lines: list[str] = []
+    methods = ("baseline", "loo", "tdshap", "few_epoch", "full_train")
+    cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=methods,
+                      echo=lines.append)
+    assert sorted(cells["method"]) == sorted(methods)
+    assert (tmp_path / "cells" / "tdshap_trial0.json").exists()
+    row = cells.set_index("method")
+    assert row.loc["loo", "fits"] == 24 + 1
+    assert row.loc["tdshap", "fits"] == (6 + 1) * 5  # 6 initial blocks + 1 round, K + 1 = 5
+    assert 0 <= row.loc["tdshap", "test_acc"] <= 1
+    # a rerun finds every cell and fits nothing
+    lines.clear()
+    again = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=methods,
+                      echo=lines.append)
+    assert not [line for line in lines if "test acc" in line]
+    assert len(again) == len(cells)
+    text = tables(again, "toy")
+    assert "| toy |" in text and "Few-epoch" in text and "Data Shapley (short)" in text
+
+
+def test_another_setting_in_the_same_folder_is_refused(tmp_path):
+    run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("baseline",), echo=print)
+    with pytest.raises(ValueError, match="another setting"):
+        run_bench(tiny_task(n_iter=2), tmp_path, trials=1, seed=0, methods=("baseline",),
+                  echo=print)
+    with pytest.raises(ValueError, match="unknown methods"):
+        run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("bogus",), echo=print)
+
+
+def test_data_shapley_short_runs_for_tdshaps_time(tmp_path):
+    from tdshap.deep.bench import tmc_class
+
+    if tmc_class() is None:
+        pytest.skip("tdshap.methods.tmc is not in this build")
+    torch.set_num_threads(1)
+    cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap", "tmc_short"),
+                      echo=print).set_index("method")
+    assert cells.loc["tmc_short", "fits"] > 0
+    from tdshap.deep.bench import valuer
+
+    tmc = valuer(tiny_task(), "tmc_short", 0, tdshap_seconds=12.5)
+    assert tmc.time_budget == 12.5  # Data Shapley (short): TDShap's wall time
+
+
+def test_without_tmc_the_short_data_shapley_is_skipped_with_a_message(tmp_path, monkeypatch):
+    import tdshap.deep.bench as bench
+
+    monkeypatch.setattr(bench, "tmc_class", lambda: None)
+    lines: list[str] = []
+    cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tmc_short",),
+                      echo=lines.append)
+    assert len(cells) == 0 and "tmc_short skipped" in lines[0]
+
+
+def test_an_interrupted_tdshap_cell_continues_from_its_checkpoint(tmp_path):
+    import json
+
+    torch.set_num_threads(1)
+    first = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap",),
+                      echo=print).set_index("method")
+    assert (tmp_path / "cells" / "tdshap_trial0.tdshap").exists()
+    (tmp_path / "cells" / "tdshap_trial0.json").unlink()  # as if killed before the cell
+    again = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap",),
+                      echo=print).set_index("method")
+    for column in ("test_acc", "val_acc", "n_remove", "fits"):
+        assert again.loc["tdshap", column] == first.loc["tdshap", column]
+    from tdshap.checkpoint import checkpoint_info
+
+    cell = json.loads((tmp_path / "cells" / "tdshap_trial0.json").read_text())
+    earlier = checkpoint_info(tmp_path / "cells" / "tdshap_trial0.tdshap")["elapsed"]
+    assert earlier > 0 and cell["seconds"] > earlier  # the earlier pieces' time counts

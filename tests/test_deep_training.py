@@ -1,0 +1,235 @@
+"""Torch warm start and batched subset training (tdshap.deep); tiny CNNs, tiny data."""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sklearn.base import clone  # noqa: E402
+
+from tdshap import TDShap  # noqa: E402
+from tdshap.deep.batched import BatchedTorchUtility, truncate_scores  # noqa: E402
+from tdshap.deep.models import FashionCNN  # noqa: E402
+from tdshap.deep.torch_estimator import TorchClassifier  # noqa: E402
+from tdshap.deep.training import (  # noqa: E402
+    FitSeeds,
+    Schedule,
+    resolve_device,
+    stack_states,
+    train_single,
+    train_stacked,
+)
+from tdshap.deep.warm_start import Pretrained  # noqa: E402
+from tdshap.utility import Chain, Truncation, Utility  # noqa: E402
+
+
+def tiny_cnn(n_classes: int) -> FashionCNN:
+    return FashionCNN(n_classes, channels=(2, 3), hidden=8, side=8, dropout=0.5)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture
+def images():
+    """Three classes of 8×8 'images' that a tiny CNN can tell apart, plus noise."""
+    rng = np.random.default_rng(0)
+    n = 90
+    y = np.repeat(np.arange(3), n // 3)
+    X = rng.normal(0, 0.5, (n, 1, 8, 8))
+    X[y == 0, :, :4, :] += 1.0
+    X[y == 1, :, 4:, :] += 1.0
+    X[y == 2, :, :, :4] += 1.0
+    perm = rng.permutation(n)
+    return X[perm][:60], y[perm][:60], X[perm][60:], y[perm][60:]
+
+
+def small_estimator(**kwargs) -> TorchClassifier:
+    params = dict(module=tiny_cnn, epochs=2, pretrain_epochs=3, batch_size=8, lr=1e-2,
+                  device="cpu", random_state=0)
+    params.update(kwargs)
+    return TorchClassifier(**params)
+
+
+@pytest.fixture
+def float64():
+    """Compare the two loops in float64: in float32 they agree to ~1e-6 per step, but
+    Adam can blow rounding noise in a near-zero gradient up to a full lr-sized step."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "warmup", "lr_schedule"),
+    [("adam", 0, "constant"), ("adamw", 3, "linear"), ("sgd", 2, "constant")],
+)
+def test_stacked_training_gives_the_weights_of_one_by_one_training(optimizer, warmup,
+                                                                    lr_schedule, float64):
+    rng = np.random.default_rng(1)
+    X = torch.as_tensor(rng.random((40, 1, 8, 8)))
+    y = torch.as_tensor(rng.integers(0, 3, 40))
+    schedule = Schedule(epochs=3, batch_size=8, optimizer=optimizer, lr=1e-2,
+                        weight_decay=0.01, warmup_steps=warmup, lr_schedule=lr_schedule)
+    # nested prefixes (different minibatch counts) and one unrelated subset
+    rows = [np.arange(10), np.arange(13), np.arange(17), rng.permutation(40)[:25]]
+    seeds = [FitSeeds.from_seed(s) for s in (1, 2, 3, 4)]
+    starts = []
+    for s in seeds:
+        torch.manual_seed(s.init)
+        starts.append(tiny_cnn(3).state_dict())
+    alone = []
+    for r, s, start in zip(rows, seeds, starts, strict=True):
+        model = tiny_cnn(3)
+        model.load_state_dict(start)
+        train_single(model, X, y, r, schedule, s)
+        alone.append(model.state_dict())
+    stacked = train_stacked(tiny_cnn(3), stack_states(starts, torch.device("cpu")), X, y,
+                            rows, schedule, seeds)
+    for j in range(len(rows)):
+        moved = max(float((alone[j][k] - starts[j][k]).abs().max()) for k in stacked)
+        gap = max(float((stacked[k][j] - alone[j][k]).abs().max()) for k in stacked)
+        assert moved > 1e-3  # training did change the weights...
+        assert gap < 1e-10  # ...and the stack changed them the same way
+
+
+def test_dropout_masks_and_order_depend_on_the_seed():
+    rng = np.random.default_rng(2)
+    X = torch.as_tensor(rng.random((30, 1, 8, 8)), dtype=torch.float32)
+    y = torch.as_tensor(rng.integers(0, 3, 30))
+    schedule = Schedule(epochs=2, batch_size=8)
+
+    def train(seed: int) -> dict:
+        torch.manual_seed(0)
+        model = tiny_cnn(3)
+        train_single(model, X, y, np.arange(30), schedule, FitSeeds.from_seed(seed))
+        return model.state_dict()
+
+    a, b, c = train(5), train(5), train(6)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert any(not torch.equal(a[k], c[k]) for k in a)
+
+
+def test_prepare_pretrains_once_and_clones_share_the_weights(images):
+    X, y, _, _ = images
+    est = small_estimator()
+    prepared = est.prepare(X, y)
+    assert est.init_from is None  # the user's estimator is left alone
+    assert isinstance(prepared.init_from, Pretrained)
+    assert prepared.init_from.n_rows == len(y)
+    assert prepared.init_from.steps == 3 * 8  # 3 epochs of ceil(60 / 8) minibatches
+    np.testing.assert_array_equal(prepared.classes, [0, 1, 2])
+    twin = clone(prepared)
+    assert twin.init_from is prepared.init_from
+    assert copy.deepcopy(prepared.init_from) is prepared.init_from
+
+
+def test_warm_fit_starts_from_the_pretrained_weights(images):
+    X, y, X_val, _ = images
+    prepared = small_estimator().prepare(X, y)
+    zero = clone(prepared).set_params(epochs=0).fit(X[:20], y[:20])
+    for k, w in zero.module_.state_dict().items():
+        assert torch.equal(w, prepared.init_from.payload[k])
+    cold = clone(prepared).set_params(epochs=0, warm_start=False).fit(X[:20], y[:20])
+    assert not np.allclose(cold.predict_proba(X_val), zero.predict_proba(X_val))
+
+
+def test_fits_are_reproducible_and_the_seed_matters(images):
+    X, y, X_val, _ = images
+    prepared = small_estimator().prepare(X, y)
+    a = clone(prepared).set_params(random_state=3).fit(X[:30], y[:30]).predict_proba(X_val)
+    b = clone(prepared).set_params(random_state=3).fit(X[:30], y[:30]).predict_proba(X_val)
+    c = clone(prepared).set_params(random_state=4).fit(X[:30], y[:30]).predict_proba(X_val)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_cnn_learns_the_toy_task(images):
+    X, y, X_val, y_val = images
+    est = small_estimator(warm_start=False, epochs=15).fit(X, y)
+    assert est.score(X_val, y_val) > 0.8  # chance is 1/3
+
+
+def test_batched_utility_matches_one_by_one_utility(images):
+    X, y, X_val, y_val = images
+    prepared = small_estimator().prepare(X, y)
+    chains = [Chain(np.arange(20), np.array([30, 31, 32, 33]), 11),
+              Chain(np.arange(10, 35), np.array([5, 6, 7]), 12),
+              Chain(np.arange(40, 58), np.array([], dtype=int), 13)]  # a LOO-style chain
+    one = Utility(prepared, "accuracy", X, y, X_val, y_val)
+    many = BatchedTorchUtility(prepared, "accuracy", X, y, X_val, y_val)
+    expected = one.evaluate_chains(chains)
+    got = many.evaluate_chains(chains)
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g, e, atol=1.5 / len(y_val))  # at most one prediction flips
+    assert many.n_fits == one.n_fits == 5 + 4 + 1
+    assert many.n_evaluations == one.n_evaluations
+    again = many.evaluate_chains(chains[:1])  # cached: no new fit
+    assert many.n_fits == 10 and many.n_cache_hits == 5
+    np.testing.assert_array_equal(again[0], got[0])
+
+
+def test_tdshap_with_a_torch_estimator_uses_the_batched_utility(images):
+    X, y, X_val, y_val = images
+    est = small_estimator(max_models=4, batched=True)
+    assert small_estimator().utility_class is Utility  # "auto" batches on a GPU only
+    assert est.utility_class is BatchedTorchUtility
+    model = TDShap(est, "accuracy", k=5, n_min=10, max_iter=2, random_state=0).fit(
+        X, y, X_val, y_val)
+    r = model.result_
+    assert r.n_fits == (12 + 2) * 6  # 12 initial blocks and 2 rounds of K + 1 = 6 fits
+    assert np.isfinite(r.values).all() and (r.counts >= 1).all()
+    serial = TDShap(small_estimator(batched=False), "accuracy", k=5, n_min=10, max_iter=2,
+                    random_state=0).fit(X, y, X_val, y_val)
+    # the same chains, the same seeds: the same values up to rare flipped predictions
+    assert np.mean(np.isclose(serial.values_, model.values_, atol=1e-9)) > 0.9
+
+
+def test_truncation_is_applied_after_the_fact_like_the_sequential_scan():
+    scores = np.array([0.5, 0.79, 0.8, 0.81, 0.8, 0.3, 0.9])
+    cut = truncate_scores(scores, Truncation(target=0.8, tolerance=0.02, patience=2))
+    # 0.79, 0.8, 0.81 are within 0.016 of 0.8: the third settled step (> patience) stops
+    assert cut == 3
+    np.testing.assert_array_equal(scores, [0.5, 0.79, 0.8, 0.81, 0.81, 0.81, 0.81])
+    assert truncate_scores(np.ones(3), None) == 0
+
+
+def test_bad_parameters_say_what_to_do():
+    with pytest.raises(ValueError, match="module must be a factory"):
+        TorchClassifier(module=None).fit(np.zeros((4, 1, 8, 8)), np.arange(4))
+    with pytest.raises(ValueError, match="optimizer"):
+        Schedule(epochs=1, batch_size=8, optimizer="rmsprop")
+    with pytest.raises(ValueError, match="batch_size"):
+        Schedule(epochs=1, batch_size=0)
+    with pytest.raises(ValueError, match="not in classes"):
+        small_estimator(classes=[0, 1]).fit(np.zeros((3, 1, 8, 8)), np.array([0, 1, 2]))
+
+
+def test_auto_device_is_cuda_when_present():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    assert resolve_device("cpu").type == "cpu"
+
+
+def test_module_factory_can_be_a_partial():
+    est = TorchClassifier(module=functools.partial(FashionCNN, channels=(2, 2), hidden=4,
+                                                   side=8), epochs=1, device="cpu")
+    assert clone(est).module.func is FashionCNN
+
+
+def test_a_seeded_valuation_pretrains_an_unseeded_learner_reproducibly(images):
+    X, y, X_val, y_val = images
+    runs = [TDShap(small_estimator(random_state=None, epochs=1), "accuracy", k=10, n_min=10,
+                   max_iter=0, random_state=3).fit(X, y, X_val, y_val).values_ for _ in "ab"]
+    np.testing.assert_array_equal(runs[0], runs[1])
