@@ -56,13 +56,11 @@ def demo(trials: int, seed: int, out: Path, progress: bool) -> None:
 main.add_command(clean)
 main.add_command(value)
 
+from tdshap.bench import bench as _bench  # noqa: E402  (subcommands register last)
 from tdshap.deep.bench_cli import bench_fmnist, bench_livedoor  # noqa: E402
 
-main.add_command(bench_fmnist)
-main.add_command(bench_livedoor)
-
-from tdshap.bench import bench as _bench  # noqa: E402  (subcommands register last)
-
+_bench.add_command(bench_fmnist, "fmnist")
+_bench.add_command(bench_livedoor, "livedoor")
 main.add_command(_bench)
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-"""``tdshap bench-fmnist`` and ``tdshap bench-livedoor``: the paper's deep benchmarks.
+"""``tdshap bench fmnist`` and ``tdshap bench livedoor``: the paper's deep benchmarks.
 
 Defaults are the paper's settings (SPEC §5); every size can be shrunk so a
 CPU smoke run finishes in minutes, e.g.::
 
-    tdshap bench-fmnist --sizes 150 150 150 --epochs 1 --pretrain-epochs 3 \\
+    tdshap bench fmnist --sizes 150 150 150 --epochs 1 --pretrain-epochs 3 \\
         --n-iter 1 --k 10 --n-min 30 --clean-step 15 --out tdshap-out/fmnist-smoke
 """
 
@@ -102,7 +102,7 @@ def _fmnist_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> Any:
                            device=s.device, random_state=seed)
 
 
-@click.command("bench-fmnist")
+@click.command("fmnist")
 @_common({"name": "fmnist", "sizes": (1000, 1000, 1000), "epochs": 20, "pretrain_epochs": 200,
           "batch_size": 64, "n_iter": 500})
 def bench_fmnist(**kw: Any) -> None:
@@ -133,7 +133,7 @@ def _livedoor_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> An
                            device=s.device, random_state=seed)
 
 
-@click.command("bench-livedoor")
+@click.command("livedoor")
 @_common({"name": "livedoor", "sizes": (250, 250, 500), "epochs": 5, "pretrain_epochs": 15,
           "batch_size": 8, "n_iter": 50})
 @click.option("--max-length", type=click.IntRange(min=8), default=128, show_default=True,
