@@ -7,7 +7,7 @@ and skipped when a rerun finds them, so a long benchmark proceeds in pieces.
 Methods:
 
 ``baseline``     the full-train model on all of D (no cleansing);
-``loo``          leave-one-out with k = |D| (:class:`~tdshap.deep.loo.BatchedLOO`);
+``loo``          leave-one-out with k = |D| (:class:`~tdshap.methods.loo.LeaveOneOut`);
 ``tdshap``       TDShap with warm start (enhancement iii);
 ``tmc_short``    Data Shapley (TMC) stopped at TDShap's wall time of the same trial;
 ``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
@@ -152,12 +152,14 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
     TDShap runs (and the two ablations) save their state to ``checkpoint``
     every minute and resume from it, so one cell can be computed in pieces.
     """
-    from tdshap.deep.loo import BatchedLOO
     from tdshap.methods import TDShap
+    from tdshap.methods.loo import LeaveOneOut
 
     s = task.setting
     if method == "loo":
-        return BatchedLOO(task.learner(True, s.epochs, seed), "accuracy", random_state=seed)
+        # all N + 1 subsets in one call, so a batched utility trains them as stacks
+        return LeaveOneOut(task.learner(True, s.epochs, seed), "accuracy", k=None,
+                           batch_size=1_000_000, random_state=seed)
     if method == "tmc_short":
         assert tdshap_seconds is not None
         return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed)
