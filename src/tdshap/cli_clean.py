@@ -30,6 +30,7 @@ from tdshap.harmful import (
 from tdshap.models import DEFAULT_MODEL, MODELS, parse_params
 from tdshap.report import markdown_report, plot_values, text_report
 from tdshap.tabular import is_parquet, read_table, write_rows_like
+from tdshap.thresholds import DEFAULT_EPS_FACTOR
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
 
@@ -86,7 +87,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--tau", type=AutoOr(), default="auto", show_default=True,
                      help="Threshold in metric units; auto: -eps."),
         click.option("--eps", type=AutoOr(), default="auto", show_default=True,
-                     help="Precision in metric units; auto: 0.1 x spread of the first pulls."),
+                     help=f"Precision in metric units; auto: {DEFAULT_EPS_FACTOR:g} x spread "
+                     "of the first pulls."),
         click.option("--k", type=AutoOr(integer=True), default="auto", show_default=True,
                      help="Rows valued per chain; auto: min(50, N // 3)."),
         click.option("--n-min", type=AutoOr(integer=True), default="auto", show_default=True,

@@ -36,6 +36,7 @@ from tdshap.tabular import (
     holdout_split,
     infer_task,
 )
+from tdshap.thresholds import DEFAULT_EPS_FACTOR
 
 DEFAULT_VAL_FRACTION = 0.25
 DEFAULT_TEST_FRACTION = 0.25
@@ -266,7 +267,8 @@ def run(
         "tau": Setting(tdshap.tau_, tau != "auto", _auto_note(
             tau, "auto: -eps, so a row is harmful only when its value is below 0 by eps")),
         "eps": Setting(tdshap.eps_, eps != "auto", _auto_note(
-            eps, "auto: 0.1 x the robust spread (1.4826 MAD) of the first marginals")),
+            eps, f"auto: {DEFAULT_EPS_FACTOR:g} x the robust spread (1.4826 MAD) of the "
+            "first marginals")),
         "k": Setting(k_used, k != "auto", _auto_note(
             k, "auto: min(50, N // 3) rows valued per chain of k + 1 fits")),
         "n_min": Setting(n_min_used, n_min != "auto", _auto_note(
