@@ -25,31 +25,27 @@ import time
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from sklearn.datasets import make_classification
 from sklearn.linear_model import Ridge
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from tdshap import TDShap
-from tdshap.datasets import Split, data_dir, split
+from tdshap import TDShap, datasets
+from tdshap.datasets import Split
 
 
 def abalone(seed: int) -> Split | None:
-    """Abalone (sex one-hot encoded, target rings) split 1000/1000/1000, or None if absent."""
-    root = data_dir()
-    path = root / "abalone" / "abalone.data" if root else None
-    if path is None or not path.exists():
+    """Abalone (Sex one-hot, target Rings) split 1000/1000/1000, or None if absent."""
+    try:
+        return datasets.abalone(seed, download=False)
+    except FileNotFoundError:
         return None
-    df = pd.read_csv(path, header=None)
-    X = pd.get_dummies(df.iloc[:, :8], columns=[0], dtype=float).to_numpy(dtype=float)
-    return split(X, df[8].to_numpy(dtype=float), (1000, 1000, 1000), seed, name="abalone")
 
 
 def classification(seed: int) -> Split:
     X, y = make_classification(n_samples=3000, n_features=20, n_informative=8, flip_y=0.05,
                                random_state=seed)
-    return split(X, y, (1000, 1000, 1000), seed, name="make_classification")
+    return datasets.split(X, y, (1000, 1000, 1000), seed, name="make_classification")
 
 
 def compare(name: str, data: Split, estimator: Any, metric: str, seed: int,

@@ -29,12 +29,11 @@ import time
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from sklearn.svm import SVR
 from sklearn.tree import DecisionTreeRegressor
 
-from tdshap import TDShap
-from tdshap.datasets import Split, data_dir, split
+from tdshap import TDShap, datasets
+from tdshap.datasets import Split
 
 MODELS: dict[str, tuple[Any, int, int]] = {  # name: (estimator, n_min, default rounds)
     "dtree": (DecisionTreeRegressor(max_depth=5, min_samples_leaf=64), 100, 10),
@@ -43,15 +42,11 @@ MODELS: dict[str, tuple[Any, int, int]] = {  # name: (estimator, n_min, default 
 
 
 def abalone(seed: int) -> Split:
-    """Abalone with Sex one-hot, split 1000/1000/1000 (the loader on the baselines branch
-    does the same; use ``tdshap.datasets.abalone`` once it is merged)."""
-    root = data_dir()
-    if root is None or not (root / "abalone" / "abalone.data").is_file():
-        raise SystemExit("Set TDSHAP_DATA_DIR to a folder holding abalone/abalone.data.")
-    frame = pd.read_csv(root / "abalone" / "abalone.data", header=None)
-    sex = np.stack([(frame[0] == s).to_numpy(float) for s in "FIM"], axis=1)
-    X = np.hstack([sex, frame.iloc[:, 1:8].to_numpy(float)])
-    return split(X, frame[8].to_numpy(float), (1000, 1000, 1000), seed, name="abalone")
+    """Abalone with Sex one-hot, split 1000/1000/1000 (:func:`tdshap.datasets.abalone`)."""
+    try:
+        return datasets.abalone(seed, download=False)
+    except FileNotFoundError:
+        raise SystemExit("Set TDSHAP_DATA_DIR to a folder holding abalone/abalone.data.") from None
 
 
 def run(d: Split, model: str, rounds: int, n_blocks: int, **parallel: Any) -> TDShap:
