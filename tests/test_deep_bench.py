@@ -67,10 +67,6 @@ def test_another_setting_in_the_same_folder_is_refused(tmp_path):
 
 
 def test_data_shapley_short_runs_for_tdshaps_time(tmp_path):
-    from tdshap.deep.bench import tmc_class
-
-    if tmc_class() is None:
-        pytest.skip("tdshap.methods.tmc is not in this build")
     torch.set_num_threads(1)
     cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap", "tmc_short"),
                       echo=print).set_index("method")
@@ -79,16 +75,6 @@ def test_data_shapley_short_runs_for_tdshaps_time(tmp_path):
 
     tmc = valuer(tiny_task(), "tmc_short", 0, tdshap_seconds=12.5)
     assert tmc.time_budget == 12.5  # Data Shapley (short): TDShap's wall time
-
-
-def test_without_tmc_the_short_data_shapley_is_skipped_with_a_message(tmp_path, monkeypatch):
-    import tdshap.deep.bench as bench
-
-    monkeypatch.setattr(bench, "tmc_class", lambda: None)
-    lines: list[str] = []
-    cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tmc_short",),
-                      echo=lines.append)
-    assert len(cells) == 0 and "tmc_short skipped" in lines[0]
 
 
 def test_an_interrupted_tdshap_cell_continues_from_its_checkpoint(tmp_path):

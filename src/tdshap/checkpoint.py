@@ -117,7 +117,7 @@ def check_resumable(
 # -- the utility's part of a run's state ---------------------------------------
 def utility_state(utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Counters (JSON) and cache (arrays) of ``utility``, to be saved."""
-    counters = {name: getattr(utility, name) for name in utility.counter_names}
+    counters = utility.counters()
     keys = list(utility._cache)
     arrays = {
         "cache_keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), -1)

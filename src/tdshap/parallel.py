@@ -111,7 +111,7 @@ def run_chains(utility: Utility, chains: Sequence[Chain], threads: int = 1) -> C
         setattr(local, name, type(getattr(utility, name))(0))
     with limited_threads(threads):
         scores = [local.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
-    return scores, {name: getattr(local, name) for name in local.counter_names}, local._cache
+    return scores, local.counters(), local._cache
 
 
 _WORKER_UTILITIES: OrderedDict[str, Utility] = OrderedDict()

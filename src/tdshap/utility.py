@@ -316,14 +316,13 @@ class Utility:
             return self.executor.evaluate(self, chains)
         return [self.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
 
+    def counters(self) -> dict[str, Any]:
+        """The current value of every counter in :attr:`counter_names`."""
+        return {name: getattr(self, name) for name in self.counter_names}
+
     def stats(self) -> dict[str, Any]:
-        """Counters for the result: fits, evaluations, cache hits, seconds."""
+        """Counters for the result (fits, evaluations, cache hits, seconds) and the seed mode."""
         return {
-            "n_fits": self.n_fits,
-            "n_evaluations": self.n_evaluations,
-            "n_cache_hits": self.n_cache_hits,
-            "n_fallbacks": self.n_fallbacks,
-            "n_truncated": self.n_truncated,
-            "fit_seconds": self.fit_seconds,
+            **self.counters(),
             "seed_mode": self.seed_mode if self.seeded else "none (estimator has no random_state)",
         }

@@ -27,7 +27,6 @@ first when they need it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,10 +35,11 @@ from typing import Any
 
 from sklearn.base import clone
 
+from tdshap.bench.cells import CellStore
 from tdshap.cleansing import cleanse
 from tdshap.datasets import Split, abalone
 from tdshap.metrics import resolve_metric
-from tdshap.result import ValuationResult, _jsonable, atomic_write_bytes
+from tdshap.result import ValuationResult
 from tdshap.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.utility import random_state_params
 
@@ -115,13 +115,8 @@ def parse_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return items
 
 
-def cell_path(out: Path, trial: int, model: str, method: str) -> Path:
-    return out / "cells" / f"t{trial:02d}_{model}_{method}.json"
-
-
-def load_cell(out: Path, trial: int, model: str, method: str) -> dict[str, Any] | None:
-    path = cell_path(out, trial, model, method)
-    return json.loads(path.read_text()) if path.is_file() else None
+def cell_name(trial: int, model: str, method: str) -> str:
+    return f"t{trial:02d}_{model}_{method}"
 
 
 def valuation(method: str, model: str, seed: int, budget: float | None,
@@ -188,7 +183,7 @@ def run_cell(trial: int, model: str, method: str, data: Split, cfg: StudyConfig)
         return {**record, **_baseline_cell(est, data, seed)}
     budget = None
     if method in EQUAL_TIME:
-        ref = load_cell(cfg.out, trial, model, "tdshap")
+        ref = CellStore(cfg.out).get(cell_name(trial, model, "tdshap"))
         assert ref is not None, "the tdshap cell runs before the equal-time cells"
         budget = float(ref["seconds"])
         record["time_budget"] = budget
@@ -228,16 +223,15 @@ def run_study(
         make_model(model)  # fail before any work when a model's dependency is missing
     order = _ordered(methods)
     done: list[dict[str, Any]] = []
+    store = CellStore(cfg.out)
     for trial in trials:
         data = abalone(cfg.first_seed + trial, cfg.sizes, path=cfg.data_path)
         for model in models:
             for method in order:
-                cell = load_cell(cfg.out, trial, model, method)
+                cell = store.get(cell_name(trial, model, method))
                 if cell is None:
                     cell = run_cell(trial, model, method, data, cfg)
-                    path = cell_path(cfg.out, trial, model, method)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    atomic_write_bytes(path, json.dumps(_jsonable(cell), indent=1).encode())
+                    store.put(cell_name(trial, model, method), cell)
                     echo(f"trial {trial} {model:6s} {method:13s} test MAE {cell['test_mae']:.3f} "
                          f"(baseline {cell['baseline_test_mae']:.3f}, removed {cell['n_remove']}"
                          f", {cell['seconds']:.1f} s, {cell['n_fits']} fits)")
@@ -247,4 +241,4 @@ def run_study(
 
 def all_cells(out: Path) -> list[dict[str, Any]]:
     """Every cell on disk under ``out`` (from this and earlier runs)."""
-    return [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    return CellStore(out).all()

@@ -24,8 +24,6 @@ cells are recomputed whole when interrupted.
 
 from __future__ import annotations
 
-import inspect
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -35,9 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tdshap.bench.cells import CellStore
 from tdshap.cleansing import cleanse
 from tdshap.datasets import Split
-from tdshap.result import ValuationResult, atomic_write_bytes
+from tdshap.result import ValuationResult
 
 METHODS = ("baseline", "loo", "tdshap", "tmc_short", "few_epoch", "full_train")  # run order
 VALUATIONS = {"loo", "tmc_short", "tdshap", "few_epoch", "full_train"}
@@ -83,66 +82,15 @@ class DeepTask:
     learner: Callable[[bool, int, int], Any]  # (warm_start, epochs, seed) -> estimator
 
 
-class CellStore:
-    """Cells on disk under ``out``; refuses to mix settings in one folder."""
-
-    def __init__(self, out: Path, setting: BenchSetting) -> None:
-        self.out = Path(out)
-        (self.out / "cells").mkdir(parents=True, exist_ok=True)
-        file = self.out / "setting.json"
-        key = setting.key()
-        if file.exists():
-            old = json.loads(file.read_text())
-            if old != key:
-                raise ValueError(
-                    f"{self.out} holds cells of another setting ({file}); pass another --out "
-                    "or delete that folder."
-                )
-        else:
-            atomic_write_bytes(file, json.dumps(key, indent=1).encode())
-
-    def path(self, method: str, trial: int) -> Path:
-        return self.out / "cells" / f"{method}_trial{trial}.json"
-
-    def checkpoint(self, method: str, trial: int) -> Path:
-        """Where an unfinished valuation of this cell keeps its state."""
-        return self.out / "cells" / f"{method}_trial{trial}.tdshap"
-
-    def get(self, method: str, trial: int) -> dict[str, Any] | None:
-        p = self.path(method, trial)
-        return json.loads(p.read_text()) if p.exists() else None
-
-    def put(self, cell: dict[str, Any]) -> None:
-        atomic_write_bytes(self.path(cell["method"], cell["trial"]),
-                           json.dumps(cell, indent=1).encode())
-
-    def all(self) -> pd.DataFrame:
-        cells = [json.loads(p.read_text()) for p in sorted((self.out / "cells").glob("*.json"))]
-        return pd.DataFrame(cells)
-
-
-def tmc_class() -> Any:
-    """``tdshap.methods.tmc.TMCShapley`` when that module exists, else None."""
-    try:
-        from tdshap.methods.tmc import TMCShapley
-    except ImportError:
-        return None
-    return TMCShapley
+def _cell(method: str, trial: int) -> str:
+    return f"{method}_trial{trial}"
 
 
 def _tmc(estimator: Any, seconds: float, seed: int) -> Any:
-    cls = tmc_class()
-    params = inspect.signature(cls).parameters
-    kwargs: dict[str, Any] = {"metric": "accuracy", "random_state": seed}
-    if "time_budget" in params:
-        kwargs["time_budget"] = seconds
-    else:
-        from tdshap.stopping import build_stopping
+    """Data Shapley (short): TMC stopped at TDShap's wall time (or its own convergence)."""
+    from tdshap.methods.tmc import TMCShapley
 
-        kwargs["stopping"] = build_stopping(None, seconds, None, 10)
-    if "max_iter" in params:
-        kwargs["max_iter"] = None
-    return cls(estimator, **kwargs)
+    return TMCShapley(estimator, "accuracy", time_budget=seconds, random_state=seed)
 
 
 def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
@@ -222,29 +170,26 @@ def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}: choose from {METHODS}.")
-    store = CellStore(out, task.setting)
+    store = CellStore(out, task.setting.key())
     order = [m for m in METHODS if m in methods]
-    if "tmc_short" in order and tmc_class() is None:
-        echo("tmc_short skipped: tdshap.methods.tmc.TMCShapley is not available in this build.")
-        order.remove("tmc_short")
     for t in range(trials):
         trial_seed = seed + t
         split = None
         for method in order:
-            if store.get(method, t) is not None:
+            if store.get(_cell(method, t)) is not None:
                 continue
-            tdshap_cell = store.get("tdshap", t)
+            tdshap_cell = store.get(_cell("tdshap", t))
             if method == "tmc_short" and tdshap_cell is None:
                 echo(f"trial {t}: tmc_short needs the tdshap cell first (add tdshap).")
                 continue
             split = split or task.load(trial_seed)
             cell = run_cell(task, method, t, trial_seed, split,
                             tdshap_cell["seconds"] if tdshap_cell else None,
-                            store.checkpoint(method, t))
-            store.put(cell)
+                            store.checkpoint(_cell(method, t)))
+            store.put(_cell(method, t), cell)
             echo(f"trial {t} {method}: test acc {cell['test_acc']:.3f}, "
                  f"{cell['seconds']:.1f} s, {cell['fits']} fits")
-    return store.all()
+    return pd.DataFrame(store.all())
 
 
 def _mean_std(x: pd.Series) -> str:

@@ -153,10 +153,4 @@ class FastPathUtility(Utility):
         return out
 
     def stats(self) -> dict[str, Any]:
-        out = super().stats()
-        out.update(
-            fast_path=self.name,
-            n_fast_evaluations=self.n_fast_evaluations,
-            n_fast_declined=self.n_fast_declined,
-        )
-        return out
+        return {**super().stats(), "fast_path": self.name}

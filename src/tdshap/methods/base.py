@@ -30,7 +30,7 @@ def default_metric(estimator: Any) -> str:
 
 
 class BaseValuation(BaseEstimator):
-    """Base class: subclasses set ``algorithm`` and implement :meth:`_run`.
+    """Base class: subclasses set ``algorithm`` and implement ``fit``.
 
     Parameters shared by all methods are ``estimator``, ``metric``,
     ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see

@@ -322,12 +322,13 @@ class TDShap(BaseValuation):
                 run.rounds += 1
                 run.commit()
                 run.elapsed = time.perf_counter() - start
-                bar.update(
-                    stop.completion(RunStatus(run.rounds, run.elapsed, state.mu)),
-                    round=run.rounds, pulls=int(state.counts.sum()),
-                    fits_per_s=f"{utility.n_fits / max(run.elapsed, 1e-9):.0f}",
-                    **_sides(state),
-                )
+                if bar.enabled:  # the postfix costs O(N) per round: only for a visible bar
+                    bar.update(
+                        stop.completion(RunStatus(run.rounds, run.elapsed, state.mu)),
+                        round=run.rounds, pulls=int(state.counts.sum()),
+                        fits_per_s=f"{utility.n_fits / max(run.elapsed, 1e-9):.0f}",
+                        **_sides(state),
+                    )
                 self._save(saver, utility, run)
         except BaseException:
             self._save_interrupted(saver, utility, run)

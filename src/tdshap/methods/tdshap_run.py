@@ -41,7 +41,7 @@ class TDShapRun:
         """Remember this point between two steps; :meth:`rewind` returns to it."""
         self._mark = {
             "rng": self.rng.bit_generator.state,
-            "counters": {name: getattr(utility, name) for name in utility.counter_names},
+            "counters": utility.counters(),
             "cache_size": len(utility._cache),
             "arrays": {k: v.copy() for k, v in self.state.arrays().items()},
             "stop": stop.get_state(),
