@@ -43,6 +43,7 @@ def test_every_method_runs_writes_cells_and_resumes(fake_abalone, tmp_path, monk
     printed = _run(args)
     cells = sorted(p.name for p in (out / "cells").glob("*.json"))
     assert cells == sorted(f"t00_ridge_{m}.json" for m in ALL.split(","))
+    assert not list((out / "cells").glob("*.tdshap"))  # TMC's checkpoint goes with its cell
     for method in ALL.split(","):
         assert f"ridge  {method}" in printed
     loaded = {c["method"]: c for c in study.all_cells(out)}
@@ -89,3 +90,47 @@ def test_unknown_names_are_rejected(fake_abalone, tmp_path):
     assert result.exit_code != 0 and "forest" in result.output
     with pytest.raises(ValueError, match="knn"):
         study.parse_list("dtree,knn", study.MODELS, "--models")
+
+
+def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
+    runs = {}
+    for flag in ("--fast-path", "--no-fast-path"):
+        out = tmp_path / flag
+        _run(["--models", "ridge", "--methods", "tdshap,loo100", "--trials", "1", "--sizes",
+              "50,50,50", "--data", str(fake_abalone), "--out", str(out), flag])
+        runs[flag] = {c["method"]: c for c in study.all_cells(out)}
+    fast, slow = runs["--fast-path"], runs["--no-fast-path"]
+    assert fast["tdshap"]["fast_path"] is not None and slow["tdshap"]["fast_path"] is None
+    assert slow["tdshap"]["n_fits"] > fast["tdshap"]["n_fits"]
+    for method in ("tdshap", "loo100"):  # the fast path is exact: same ranking, same cleansing
+        assert fast[method]["n_remove"] == slow[method]["n_remove"]
+        assert fast[method]["test_mae"] == pytest.approx(slow[method]["test_mae"])
+
+
+def test_a_killed_tmc_cell_continues_from_its_checkpoint(fake_abalone, tmp_path, monkeypatch):
+    from tdshap import Utility
+
+    def args(out):
+        return ["--models", "ridge", "--methods", "tmc", "--trials", "1", "--sizes", "40,40,40",
+                "--data", str(fake_abalone), "--out", str(out), "--no-fast-path"]
+
+    out = tmp_path / "out"
+    _run(args(tmp_path / "ref"))
+    expected = study.all_cells(tmp_path / "ref")[0]
+    calls = []
+    original = Utility.evaluate_chain
+
+    def interrupted(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 20:
+            raise KeyboardInterrupt
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(Utility, "evaluate_chain", interrupted)
+    CliRunner().invoke(main, ["bench", "abalone", *args(out)])
+    monkeypatch.setattr(Utility, "evaluate_chain", original)
+    assert (out / "cells" / "t00_ridge_tmc.tdshap").is_file()
+    _run(args(out))
+    cell = study.all_cells(out)[0]
+    for key in ("n_permutations", "n_fits", "test_mae", "n_remove"):
+        assert cell[key] == expected[key]

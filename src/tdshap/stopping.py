@@ -218,6 +218,17 @@ class MeanRelativeChange(StoppingCriterion):
         self._rounds = -1
         self._error = np.inf
 
+    def get_state(self, prefix: str = "stop") -> dict[str, np.ndarray]:
+        history = np.array(list(self._history)) if self._history else np.zeros((0, 0))
+        return {f"{prefix}.history": history,
+                f"{prefix}.rounds_error": np.array([self._rounds, self._error])}
+
+    def set_state(self, arrays: dict[str, np.ndarray], prefix: str = "stop") -> None:
+        self.reset()
+        self._history.extend(np.array(row) for row in arrays[f"{prefix}.history"])
+        rounds, error = arrays[f"{prefix}.rounds_error"]
+        self._rounds, self._error = int(rounds), float(error)
+
     def check(self, status: RunStatus) -> bool:
         if status.rounds != self._rounds:  # a round is recorded once, however often checked
             self._rounds = status.rounds

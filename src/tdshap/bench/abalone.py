@@ -104,6 +104,8 @@ class StudyConfig:
     progress: bool = False
     #: train/val/test rows; K, N_min and LOO's k are scaled from the paper's N = 1000
     sizes: tuple[int, int, int] = (1000, 1000, 1000)
+    #: use the exact fast paths (Ridge) where one exists; False refits every subset, as the paper
+    fast_path: bool = True
 
 
 def parse_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -120,8 +122,11 @@ def cell_name(trial: int, model: str, method: str) -> str:
 
 
 def valuation(method: str, model: str, seed: int, budget: float | None,
-              cfg: StudyConfig) -> Any:
-    """The valuation estimator for ``method`` (None for ``baseline``)."""
+              cfg: StudyConfig, checkpoint: Path | None = None) -> Any:
+    """The valuation estimator for ``method`` (None for ``baseline``).
+
+    TMC saves its state to ``checkpoint`` (when given) and resumes from it.
+    """
     from tdshap.methods import LeaveOneOut, RandomRemoval, TDShap, TMCShapley
 
     est = make_model(model)
@@ -131,12 +136,14 @@ def valuation(method: str, model: str, seed: int, budget: float | None,
         return None
     if method == "random":
         return RandomRemoval(**common)
+    common["fast_path"] = cfg.fast_path
     if method in ("loo100", "loo1"):
         k = scaled(100, n) if method == "loo100" else 1
         return LeaveOneOut(k=k, max_remove=int(MAX_FRACTION * n), **common)
-    if method == "tmc":
+    if method == "tmc":  # the longest cells: checkpointed, so a rerun continues a killed one
         return TMCShapley(truncation="original", tol=0.05, window=100,
-                          time_budget=cfg.tmc_budget, **common)
+                          time_budget=cfg.tmc_budget, checkpoint=checkpoint, resume=True,
+                          checkpoint_every=30.0, **common)
     settings: dict[str, Any] = {**PAPER_TDSHAP, "k": scaled(PAPER_TDSHAP["k"], n),
                                 "n_min": n_min_for(model, n)}
     if method in EQUAL_TIME:
@@ -167,7 +174,7 @@ def _baseline_cell(est: Any, data: Split, seed: int) -> dict[str, Any]:
 def _valuation_summary(result: ValuationResult) -> dict[str, Any]:
     keys = ("pulls_spread", "tau", "eps", "stopped_by", "rounds", "n_permutations",
             "truncation", "n_truncated", "k", "n_min", "max_remove", "full_score",
-            "convergence_error")
+            "convergence_error", "fast_path")
     return {"seconds": result.wall_seconds, "fit_seconds": result.fit_seconds,
             "n_fits": result.n_fits, "n_harmful": int(result.is_harmful.sum()),
             **{k: result.extra[k] for k in keys if k in result.extra}}
@@ -187,7 +194,8 @@ def run_cell(trial: int, model: str, method: str, data: Split, cfg: StudyConfig)
         assert ref is not None, "the tdshap cell runs before the equal-time cells"
         budget = float(ref["seconds"])
         record["time_budget"] = budget
-    method_est = valuation(method, model, seed, budget, cfg)
+    checkpoint = CellStore(cfg.out).checkpoint(cell_name(trial, model, method))
+    method_est = valuation(method, model, seed, budget, cfg, checkpoint)
     method_est.fit(*data.train, *data.val)
     result: ValuationResult = method_est.result_
     cleaned = cleanse(result, est, *data.train, *data.val, *data.test, metric=METRIC,
@@ -195,6 +203,7 @@ def run_cell(trial: int, model: str, method: str, data: Split, cfg: StudyConfig)
     values_dir = cfg.out / "values"
     values_dir.mkdir(parents=True, exist_ok=True)
     result.save(values_dir / f"t{trial:02d}_{model}_{method}.json")
+    checkpoint.unlink(missing_ok=True)  # the cell is done: its values are saved above
     return {
         **record,
         **_valuation_summary(result),

@@ -16,10 +16,10 @@ Methods:
 Every valuation uses the same learner for V (warm start except in the two
 ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
 about TDShap's time, as in the paper's Table 6); cleansing always trains the
-full-train model. TDShap cells (and the ablations) also checkpoint their run
-every minute (``<method>_trial<t>.tdshap``) and continue it when rerun, so a
-cell longer than a machine's command limit is computed in pieces; the other
-cells are recomputed whole when interrupted.
+full-train model. TDShap, TMC (short) and the ablation cells also checkpoint
+their run every minute (``<method>_trial<t>.tdshap``) and continue it when
+rerun, so a cell longer than a machine's command limit is computed in pieces;
+the other cells are recomputed whole when interrupted.
 """
 
 from __future__ import annotations
@@ -86,19 +86,28 @@ def _cell(method: str, trial: int) -> str:
     return f"{method}_trial{trial}"
 
 
-def _tmc(estimator: Any, seconds: float, seed: int) -> Any:
+def _resumable(checkpoint: Path | None) -> dict[str, Any]:
+    """Parameters that checkpoint a run every minute and continue it when rerun."""
+    if checkpoint is None:
+        return {}
+    return {"checkpoint": checkpoint, "resume": True, "checkpoint_every": 60.0}
+
+
+def _tmc(estimator: Any, seconds: float, seed: int, checkpoint: Path | None = None) -> Any:
     """Data Shapley (short): TMC stopped at TDShap's wall time (or its own convergence)."""
     from tdshap.methods.tmc import TMCShapley
 
-    return TMCShapley(estimator, "accuracy", time_budget=seconds, random_state=seed)
+    return TMCShapley(estimator, "accuracy", time_budget=seconds, random_state=seed,
+                      **_resumable(checkpoint))
 
 
 def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
            checkpoint: Path | None = None) -> Any:
     """The valuation estimator of ``method`` for one trial.
 
-    TDShap runs (and the two ablations) save their state to ``checkpoint``
-    every minute and resume from it, so one cell can be computed in pieces.
+    TDShap, TMC (short) and the two ablations save their state to
+    ``checkpoint`` every minute and resume from it, so one cell can be
+    computed in pieces.
     """
     from tdshap.methods import TDShap
     from tdshap.methods.loo import LeaveOneOut
@@ -110,14 +119,12 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
                            batch_size=1_000_000, random_state=seed)
     if method == "tmc_short":
         assert tdshap_seconds is not None
-        return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed)
+        return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed, checkpoint)
     warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
                     "full_train": (False, s.pretrain_epochs)}[method]
-    resume = {} if checkpoint is None else {"checkpoint": checkpoint, "resume": True,
-                                             "checkpoint_every": 60.0}
     return TDShap(task.learner(warm, epochs, seed), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
                   n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
-                  **resume)
+                  **_resumable(checkpoint))
 
 
 def _elapsed_before(checkpoint: Path | None) -> float:
@@ -147,7 +154,7 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
                     val_acc=float(model.score(split.X_val, split.y_val)),
                     seconds=time.perf_counter() - start, fits=1, n_remove=0)
         return cell
-    checkpoint = checkpoint if method in ("tdshap", "few_epoch", "full_train") else None
+    checkpoint = checkpoint if method != "loo" else None
     before = _elapsed_before(checkpoint)
     est = valuer(task, method, seed, tdshap_seconds, checkpoint)
     est.fit(split.X_train, split.y_train, split.X_val, split.y_val)

@@ -11,14 +11,8 @@ import numpy as np
 
 from tdshap._validation import check_number
 from tdshap.bandit import APTState
-from tdshap.checkpoint import (
-    CheckpointSchedule,
-    check_resumable,
-    data_fingerprint,
-    read_checkpoint,
-)
 from tdshap.guarantee import guarantee_report
-from tdshap.methods.base import BaseValuation
+from tdshap.methods.checkpointing import CheckpointedValuation
 from tdshap.methods.tdshap_run import TDShapRun
 from tdshap.progress import RunProgress
 from tdshap.result import ValuationResult
@@ -28,7 +22,7 @@ from tdshap.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
 from tdshap.utility import Chain, Utility
 
 
-class TDShap(BaseValuation):
+class TDShap(CheckpointedValuation):
     """Find the training rows whose data Shapley value is at most ``tau``.
 
     Parameters
@@ -105,6 +99,7 @@ class TDShap(BaseValuation):
     """
 
     algorithm = "tdshap"
+    budget_settings = ("max_iter", "time_budget")
 
     def __init__(
         self,
@@ -179,11 +174,7 @@ class TDShap(BaseValuation):
         check_number(self.eps_factor, "eps_factor", low=0)
         check_number(self.n_blocks, "n_blocks", low=1, integer=True,
                      hint="1 is the paper's algorithm; more keeps more workers busy.")
-        check_number(self.checkpoint_every, "checkpoint_every", low=0,
-                     hint="It is in seconds; 0 saves after every round.")
-        if self.resume is True and self.checkpoint is None:
-            raise ValueError("resume=True continues the file given as checkpoint=: set "
-                             "checkpoint='run.tdshap', or pass the file as resume=.")
+        self._check_checkpoint_params()
         self.k_, self.n_min_ = self._resolved_k(n), self._resolved_n_min(n)
         check_block_size(n, self.k_, self.n_min_)
         if self.stopping is None:
@@ -215,61 +206,17 @@ class TDShap(BaseValuation):
         return [arms[i : i + k] for i in range(0, len(arms), k)]
 
     def _settings(self, utility: Utility) -> dict[str, Any]:
-        """What a checkpoint must agree on to be resumed (see :mod:`tdshap.checkpoint`)."""
-        free = ("n_jobs", "backend", "progress", "checkpoint", "checkpoint_every", "resume",
-                "max_iter", "time_budget")
-        out = {k: v for k, v in self._config().items() if k not in free}
-        if not isinstance(self.random_state, int | np.integer | None):
-            out["random_state"] = type(self.random_state).__name__
-        out.update(metric=utility.metric.name, k=self.k_, n_min=self.n_min_)
-        return out
+        return {**super()._settings(utility), "k": self.k_, "n_min": self.n_min_}
 
     def _start(self, utility: Utility, rng: np.random.Generator) -> TDShapRun:
         """A fresh run, or the one saved in the checkpoint to resume."""
-        path = self._resume_path()
-        if path is not None:
-            meta, arrays = read_checkpoint(path)
-            data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
-            check_resumable(meta, self.algorithm, data, self._settings(utility), path)
-            return TDShapRun.restore(meta, arrays, utility, self._stop)
+        saved = self._load(utility)
+        if saved is not None:
+            return TDShapRun.restore(*saved, utility, self._stop)
         auto = "auto" in (self.tau, self.eps)
         state = APTState(utility.n, 0.0 if auto else self.tau, 0.0 if auto else self.eps)
         order = np.concatenate(initial_blocks(rng, utility.n, self.k_))
-        return TDShapRun(state, rng, order, self.k_, thresholds_set=not auto)
-
-    def _resume_path(self) -> str | os.PathLike[str] | None:
-        """The checkpoint to resume from, or None for a fresh run."""
-        if self.resume is True:  # the checkpoint file, if a previous run left one
-            assert self.checkpoint is not None
-            return self.checkpoint if os.path.exists(self.checkpoint) else None
-        if self.resume is None or self.resume is False:
-            return None
-        if not os.path.exists(self.resume):
-            raise ValueError(f"resume={str(self.resume)!r}: no such checkpoint file.")
-        return self.resume
-
-    def _saver(self, utility: Utility) -> CheckpointSchedule | None:
-        if self.checkpoint is None:
-            return None
-        data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
-        return CheckpointSchedule(self.checkpoint, self.checkpoint_every, algorithm=self.algorithm,
-                                  data=data, settings=self._settings(utility))
-
-    def _save(self, saver: CheckpointSchedule | None, utility: Utility, run: TDShapRun,
-              finished: bool = False, now: bool = False) -> None:
-        if saver is not None and (finished or now or saver.due()):
-            saver.write(*run.snapshot(utility, self._stop, finished))
-
-    def _save_interrupted(self, saver: CheckpointSchedule | None, utility: Utility,
-                          run: TDShapRun) -> None:
-        """On an error or Ctrl-C mid-step, checkpoint the state just before that step."""
-        if saver is None:
-            return
-        run.rewind(utility, self._stop)
-        try:
-            self._save(saver, utility, run, finished=False, now=True)
-        except Exception:  # never hide the original error behind a failed save
-            pass
+        return TDShapRun(state, rng, init_order=order, k=self.k_, thresholds_set=not auto)
 
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> TDShap:
         """Estimate the values of the rows of ``(X, y)`` against ``(X_val, y_val)``."""
@@ -305,7 +252,7 @@ class TDShap(BaseValuation):
                 run.commit()
                 run.elapsed = time.perf_counter() - start
                 bar.update(0.0, init=f"{run.init_done}/{len(blocks)}", fits=utility.n_fits)
-                self._save(saver, utility, run)
+                self._save(saver, utility, run, stop)
             if not run.thresholds_set:  # every arm holds exactly one marginal now
                 run.mark(utility, stop)
                 state.tau, state.eps = auto_thresholds(state.mu, self.tau, self.eps,
@@ -329,14 +276,14 @@ class TDShap(BaseValuation):
                         fits_per_s=f"{utility.n_fits / max(run.elapsed, 1e-9):.0f}",
                         **_sides(state),
                     )
-                self._save(saver, utility, run)
+                self._save(saver, utility, run, stop)
         except BaseException:
-            self._save_interrupted(saver, utility, run)
+            self._save_interrupted(saver, utility, run, stop)
             raise
         finally:
             bar.close()
         run.elapsed = time.perf_counter() - start
-        self._save(saver, utility, run, finished=True)
+        self._save(saver, utility, run, stop, finished=True)
         self._publish(self._make_result(utility, run, start))
 
     def _make_result(self, utility: Utility, run: TDShapRun, start: float) -> ValuationResult:

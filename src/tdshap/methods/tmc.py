@@ -41,10 +41,19 @@ last ``window = 100`` permutations, below ``tol = 0.05``; see
 ``time_budget`` seconds (checked after each batch). ``stopping`` replaces all
 three with any :mod:`tdshap.stopping` criterion, whose ``rounds`` then count
 permutations.
+
+Checkpoints
+-----------
+TMC runs are the longest in the library (hours to converge on a model that
+fits in a second), so they checkpoint like TDShap
+(:mod:`tdshap.methods.checkpointing`): the running values, the random
+generator, the convergence rule's history and the utility's counters are
+saved between batches, and a resumed run is the uninterrupted run.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -52,7 +61,8 @@ import numpy as np
 
 from tdshap._validation import check_number
 from tdshap.bandit import APTState
-from tdshap.methods.base import BaseValuation
+from tdshap.methods.checkpointing import CheckpointedValuation
+from tdshap.methods.run_state import ResumableRun
 from tdshap.progress import RunProgress
 from tdshap.stopping import (
     MaxIterations,
@@ -89,7 +99,7 @@ def resolve_truncation(truncation: Any) -> tuple[float, int] | None:
     return float(tolerance), int(patience)
 
 
-class TMCShapley(BaseValuation):
+class TMCShapley(CheckpointedValuation):
     """Data Shapley values by truncated Monte Carlo permutation sampling.
 
     Parameters
@@ -118,6 +128,9 @@ class TMCShapley(BaseValuation):
         (:mod:`tdshap.fast_paths`): same values, fewer fits.
     on_error, seed_mode, random_state, progress:
         See :class:`~tdshap.methods.base.BaseValuation`.
+    checkpoint, checkpoint_every, resume:
+        As for :class:`~tdshap.methods.TDShap`, between batches of permutations
+        (``max_permutations`` and ``time_budget`` may grow on resume).
 
     Attributes
     ----------
@@ -128,6 +141,7 @@ class TMCShapley(BaseValuation):
     """
 
     algorithm = "tmc_shapley"
+    budget_settings = ("max_permutations", "time_budget")
 
     def __init__(
         self,
@@ -147,6 +161,9 @@ class TMCShapley(BaseValuation):
         seed_mode: str = "chain",
         random_state: Any = None,
         progress: bool = False,
+        checkpoint: str | os.PathLike[str] | None = None,
+        checkpoint_every: float = 10.0,
+        resume: str | os.PathLike[str] | bool | None = None,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -164,10 +181,14 @@ class TMCShapley(BaseValuation):
         self.seed_mode = seed_mode
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
+        self.resume = resume
 
     def _check_params(self, n: int) -> None:
         self.truncation_ = resolve_truncation(self.truncation)
         check_number(self.batch_size, "batch_size", low=1, integer=True)
+        self._check_checkpoint_params()
         if self.stopping is not None:
             if not isinstance(self.stopping, StoppingCriterion):
                 raise ValueError("stopping must be a tdshap.stopping.StoppingCriterion or None.")
@@ -204,36 +225,58 @@ class TMCShapley(BaseValuation):
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> TMCShapley:
         """Estimate the data Shapley value of every row of ``(X, y)``."""
         utility, rng = self._prepare(X, y, X_val, y_val)
-        start = time.perf_counter()
+        try:
+            self._fit(utility, rng)
+        finally:
+            self._release(utility)  # workers are shut down even when a fit raises
+        return self
+
+    def _fit(self, utility: Utility, rng: np.random.Generator) -> None:
         n = utility.n
-        full_score = utility(np.arange(n))  # V(D): the truncation target, fitted once
+        stop = self._stop
+        stop.reset()
+        saved = self._load(utility)
+        if saved is None:
+            run = ResumableRun(APTState(n, 0.0, 0.0), rng)  # only its moments are used
+        else:
+            run = ResumableRun.restore(*saved, utility, stop)
+        start = time.perf_counter() - run.elapsed
+        full_score = utility(np.arange(n))  # V(D): the truncation target (cached on resume)
         truncation = None
         if self.truncation_ is not None:
             truncation = Truncation(full_score, *self.truncation_)
-        moments = APTState(n, 0.0, 0.0)  # only its running means and variances are used
-        stop = self._stop
-        stop.reset()
+        moments = run.state
+        saver = self._saver(utility)
+        status = RunStatus(run.rounds, time.perf_counter() - start, moments.mu)
+        # a resumed run that had already stopped stays stopped (unless its budget grew)
+        fired = stop.fired(status) if run.rounds and stop.check(status) else []
         bar = RunProgress(self.progress, desc=f"TMC Shapley N={n}")
-        perms = 0
-        fired: list[str] = []  # the criteria met when the run first qualified to stop
         try:
             while not fired:
+                run.mark(utility, stop)
                 size = int(self.batch_size)
                 if self.stopping is None and self.max_permutations is not None:
-                    size = min(size, int(self.max_permutations) - perms)  # no surplus
-                chains = self._chains(utility, rng, size, truncation)
+                    size = min(size, int(self.max_permutations) - run.rounds)  # no surplus
+                chains = self._chains(utility, run.rng, size, truncation)
                 for chain, scores in zip(chains, utility.evaluate_chains(chains), strict=True):
                     moments.update(chain.block, np.diff(scores))
-                    perms += 1
-                    status = RunStatus(perms, time.perf_counter() - start, moments.mu)
+                    run.rounds += 1
+                    status = RunStatus(run.rounds, time.perf_counter() - start, moments.mu)
                     # every permutation of the batch is used; the batch is the unit of stopping
                     if stop.check(status) and not fired:
                         fired = stop.fired(status)
-                bar.update(stop.completion(status), perms=perms, fits=utility.n_fits)
+                run.commit()
+                run.elapsed = time.perf_counter() - start
+                bar.update(stop.completion(status), perms=run.rounds, fits=utility.n_fits)
+                self._save(saver, utility, run, stop)
+        except BaseException:
+            self._save_interrupted(saver, utility, run, stop)
+            raise
         finally:
             bar.close()
-            self._release(utility)  # workers are shut down even when a fit raises
-        self.n_permutations_ = perms
+        run.elapsed = time.perf_counter() - start
+        self._save(saver, utility, run, stop, finished=True)
+        self.n_permutations_ = run.rounds
         result = self._result(
             utility,
             start,
@@ -244,7 +287,7 @@ class TMCShapley(BaseValuation):
                 "metric": utility.metric.name,
                 "full_score": full_score,
                 "empty_score": utility.fallback_score(np.empty(0, dtype=np.intp)),
-                "n_permutations": perms,
+                "n_permutations": run.rounds,
                 "truncation": None if self.truncation_ is None else list(self.truncation_),
                 "stopped_by": fired,
                 # how far from the convergence rule the run ended (None: rule not used)
@@ -253,4 +296,3 @@ class TMCShapley(BaseValuation):
             },
         )
         self._publish(result)
-        return self

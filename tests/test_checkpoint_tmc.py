@@ -1,0 +1,95 @@
+"""TMC Shapley checkpoints: a resumed run is the uninterrupted run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import Ridge
+
+from tdshap import TMCShapley, Utility
+from tdshap.checkpoint import checkpoint_info
+from tdshap.stopping import MeanRelativeChange, RunStatus
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 0.3, 60)
+    y[:4] += 5  # a few harmful rows
+    return X[:30], y[:30], X[30:], y[30:]
+
+
+def _fit(data, **kw):
+    settings = dict(metric="neg_mae", truncation=None, tol=None, max_permutations=24,
+                    batch_size=4, fast_path=False, random_state=1)
+    settings.update(kw)
+    return TMCShapley(Ridge(), **settings).fit(*data)
+
+
+def _same(a: TMCShapley, b: TMCShapley) -> None:
+    np.testing.assert_array_equal(a.values_, b.values_)
+    np.testing.assert_array_equal(a.counts_, b.counts_)
+    np.testing.assert_array_equal(a.result_.variances, b.result_.variances)
+    assert a.n_permutations_ == b.n_permutations_
+    assert a.result_.n_fits == b.result_.n_fits
+
+
+def test_a_finished_run_extended_by_resuming_equals_one_long_run(data, tmp_path):
+    path = tmp_path / "tmc.tdshap"
+    _fit(data, max_permutations=8, checkpoint=path, checkpoint_every=0)
+    info = checkpoint_info(path)
+    assert info["finished"] and info["rounds"] == 8 and info["algorithm"] == "tmc_shapley"
+    _same(_fit(data, checkpoint=path, resume=True), _fit(data))
+    # resuming a finished run with the same budget does no more work
+    again = _fit(data, checkpoint=path, resume=True)
+    assert again.n_permutations_ == 24
+
+
+def test_the_convergence_rule_continues_where_it_stopped(data, tmp_path):
+    kw = dict(tol=0.02, window=5, max_permutations=None, truncation="original")
+    expected = _fit(data, **kw)
+    assert expected.result_.extra["stopped_by"] == ["MeanRelativeChange(tol=0.02, window=5)"]
+    path = tmp_path / "tmc.tdshap"
+    calls = []
+    original = Utility.evaluate_chain
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == expected.n_permutations_ - 6:  # mid-batch, late in the run
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Utility, "evaluate_chain", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _fit(data, checkpoint=path, checkpoint_every=1e9, **kw)  # only the last-gasp save
+    info = checkpoint_info(path)
+    assert not info["finished"] and info["rounds"] % 4 == 0  # the batch before the interrupt
+    resumed = _fit(data, checkpoint=path, resume=True, **kw)
+    _same(resumed, expected)
+    assert resumed.result_.extra["convergence_error"] == expected.result_.extra[
+        "convergence_error"]
+
+
+def test_resume_refuses_other_settings(data, tmp_path):
+    path = tmp_path / "tmc.tdshap"
+    _fit(data, max_permutations=4, checkpoint=path)
+    with pytest.raises(ValueError, match=r"different settings.*batch_size"):
+        _fit(data, batch_size=2, resume=path)
+    with pytest.raises(ValueError, match="written by 'tmc_shapley', not 'tdshap'"):
+        from tdshap import TDShap
+
+        TDShap(Ridge(), "neg_mae", n_min=5, k=5, resume=path).fit(*data)
+
+
+def test_mean_relative_change_state_round_trips():
+    rule = MeanRelativeChange(tol=0.01, window=3)
+    rng = np.random.default_rng(0)
+    for r in range(1, 6):
+        rule.check(RunStatus(r, 0.0, rng.normal(size=4)))
+    copy = MeanRelativeChange(tol=0.01, window=3)
+    copy.set_state(rule.get_state())
+    values = rng.normal(size=4)
+    assert copy.check(RunStatus(6, 0.0, values)) == rule.check(RunStatus(6, 0.0, values))
+    assert copy.error == rule.error and np.isfinite(copy.error)
