@@ -7,12 +7,18 @@ cleansing protocol.
 
 from tdshap.cleansing import CleansingResult, cleanse
 from tdshap.harmful import HarmfulRows, find_harmful
-from tdshap.methods import LeaveOneOut, RandomRemoval, TDShap, TMCShapley
+from tdshap.methods import (
+    LeaveOneOut,
+    RandomRemoval,
+    SequentialRemoval,
+    TDShap,
+    TMCShapley,
+)
 from tdshap.result import ValuationResult
 from tdshap.utility import Utility
 
 __all__ = [
-    "CleansingResult", "HarmfulRows", "LeaveOneOut", "RandomRemoval", "TDShap", "TMCShapley",
-    "Utility", "ValuationResult", "cleanse", "find_harmful",
+    "CleansingResult", "HarmfulRows", "LeaveOneOut", "RandomRemoval", "SequentialRemoval",
+    "TDShap", "TMCShapley", "Utility", "ValuationResult", "cleanse", "find_harmful",
 ]
 __version__ = "0.1.0"

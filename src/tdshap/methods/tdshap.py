@@ -43,7 +43,9 @@ class TDShap(CheckpointedValuation):
         With ``eps="auto"``: ``eps = eps_factor * spread of the initial marginals``.
     n_min:
         Enhancement (i): smallest prefix a marginal is measured on. ``"auto"``:
-        ``min(100, N // 3)``. ``0`` disables it.
+        ``min(100, N // 3)``. ``0`` disables it. A fraction strictly between 0
+        and 1 is that share of N (``floor(n_min * N)``, at most ``N - k``), for
+        settings that must follow a changing N (:class:`SequentialRemoval`).
     k:
         Enhancement (ii): arms evaluated per round on one chain of ``k + 1``
         fits. ``"auto"``: ``min(50, max(1, N // 3))``. ``1`` disables it.
@@ -107,7 +109,7 @@ class TDShap(CheckpointedValuation):
         metric: Any = None,
         tau: float | str = -0.01,
         eps: float | str = 0.01,
-        n_min: int | str = "auto",
+        n_min: int | float | str = "auto",
         k: int | str = "auto",
         max_iter: int | None = 50,
         time_budget: float | None = None,
@@ -158,10 +160,13 @@ class TDShap(CheckpointedValuation):
         check_number(self.k, "k", low=1, integer=True, hint=f"Use 1 <= k <= N (N={n}).")
         return int(self.k)
 
-    def _resolved_n_min(self, n: int) -> int:
+    def _resolved_n_min(self, n: int, k: int) -> int:
         if self.n_min == "auto":
             return min(100, n // 3)
-        check_number(self.n_min, "n_min", low=0, integer=True, hint="Use 0 to disable it.")
+        if isinstance(self.n_min, float) and 0 < self.n_min < 1:
+            return max(0, min(int(self.n_min * n), n - k))
+        check_number(self.n_min, "n_min", low=0, integer=True,
+                     hint="Use 0 to disable it, or a fraction of N such as 0.9.")
         return int(self.n_min)
 
     def _check_params(self, n: int) -> None:
@@ -175,7 +180,8 @@ class TDShap(CheckpointedValuation):
         check_number(self.n_blocks, "n_blocks", low=1, integer=True,
                      hint="1 is the paper's algorithm; more keeps more workers busy.")
         self._check_checkpoint_params()
-        self.k_, self.n_min_ = self._resolved_k(n), self._resolved_n_min(n)
+        self.k_ = self._resolved_k(n)
+        self.n_min_ = self._resolved_n_min(n, self.k_)
         check_block_size(n, self.k_, self.n_min_)
         if self.stopping is None:
             self._stop = build_stopping(self.max_iter, self.time_budget, self.tol, self.window)

@@ -1,0 +1,86 @@
+"""SequentialRemoval: repeated valuation and removal, LOO_k as a special case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import Ridge
+
+from tdshap import LeaveOneOut, SequentialRemoval, TDShap, cleanse
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(90, 3))
+    y = X @ np.array([1.0, -1.0, 0.5]) + rng.normal(0, 0.2, 90)
+    y[:6] += rng.choice([-4, 4], 6)  # corrupted rows
+    return X[:50], y[:50], X[50:], y[50:]
+
+
+def test_sequential_plain_loo_is_loo_k(data):
+    for k in (1, 3):
+        loo_k = LeaveOneOut(Ridge(), "neg_mae", k=k, max_remove=12, fast_path=False).fit(*data)
+        seq = SequentialRemoval(LeaveOneOut(Ridge(), "neg_mae", fast_path=False), step=k,
+                                max_remove=12, random_state=0).fit(*data)
+        np.testing.assert_array_equal(seq.order_[:12], loo_k.order_[:12])
+        # |R| + 1 fits per stage; with k = 1, LOO_k's cache knows each stage's V(R) from
+        # the stage before (it was V(R' minus n) there)
+        shared = seq.n_stages_ - 1 if k == 1 else 0
+        assert seq.result_.n_fits == loo_k.result_.n_fits + shared
+        assert seq.n_stages_ == -(-12 // k)
+
+
+def test_order_is_a_full_ranking_and_values_come_from_the_removing_stage(data):
+    X, y, Xv, yv = data
+    seq = SequentialRemoval(LeaveOneOut(Ridge(), "neg_mae", fast_path=False), step=4,
+                            max_remove=10, random_state=0).fit(X, y, Xv, yv)
+    order = seq.order_
+    assert sorted(order) == list(range(len(y)))
+    assert seq.result_.ranking().tolist() == order.tolist()
+    # stage 2 ran on the rows stage 1 kept: its values are LOO values on that subset
+    first = order[:4]
+    keep = np.setdiff1d(np.arange(len(y)), first)
+    second = LeaveOneOut(Ridge(), "neg_mae").fit(X[keep], y[keep], Xv, yv).values_
+    np.testing.assert_allclose(seq.values_[keep][np.argsort(second)[:4]],
+                               np.sort(second)[:4])
+    assert set(order[4:8]) == set(keep[np.argsort(second)[:4]])
+    assert seq.result_.extra["stages"] == 3 and seq.result_.extra["stage_fits"][0] == 51
+
+
+def test_tdshap_stages_follow_the_shrinking_data(data):
+    seq = SequentialRemoval(TDShap(Ridge(), "neg_mae", k=5, n_min=0.9, max_iter=5), step=5,
+                            max_remove=20, random_state=3)
+    seq.fit(*data)
+    again = SequentialRemoval(TDShap(Ridge(), "neg_mae", k=5, n_min=0.9, max_iter=5), step=5,
+                              max_remove=20, random_state=3).fit(*data)
+    np.testing.assert_array_equal(seq.order_, again.order_)  # same seed, same result
+    assert seq.result_.algorithm == "sequential_tdshap" and seq.n_stages_ == 4
+    # the corrupted rows are found first, and the ranking cleanses
+    assert len(set(seq.order_[:10]) & set(range(6))) >= 5
+    cleaned = cleanse(seq.result_, Ridge(), *data, step=2)
+    assert cleaned.n_remove > 0 and cleaned.cleaned_val > cleaned.baseline_val
+
+
+def test_fractional_n_min_resolves_against_n_and_k(data):
+    m = TDShap(Ridge(), "neg_mae", k=5, n_min=0.9, max_iter=1).fit(*data)
+    assert m.result_.extra["n_min"] == 45  # floor(0.9 * 50), and 45 + 5 <= 50
+    m = TDShap(Ridge(), "neg_mae", k=10, n_min=0.95, max_iter=1).fit(*data)
+    assert m.result_.extra["n_min"] == 40  # capped at N - k
+    with pytest.raises(ValueError, match="fraction of N"):
+        TDShap(Ridge(), "neg_mae", n_min=1.5).fit(*data)
+
+
+def test_input_errors_and_row_labels(data):
+    X, y, Xv, yv = data
+    with pytest.raises(ValueError, match="valuation method"):
+        SequentialRemoval(Ridge()).fit(X, y, Xv, yv)
+    with pytest.raises(ValueError, match="step"):
+        SequentialRemoval(LeaveOneOut(Ridge()), step=0).fit(X, y, Xv, yv)
+    with pytest.raises(ValueError, match="at most N - 1"):
+        SequentialRemoval(LeaveOneOut(Ridge()), max_remove=50).fit(X, y, Xv, yv)
+    frame = pd.DataFrame(X, index=[f"r{i}" for i in range(len(y))])
+    seq = SequentialRemoval(LeaveOneOut(Ridge()), step=25).fit(frame, y, Xv, yv)
+    assert seq.result_.extra["max_remove"] == 25  # default: half of N
+    assert seq.result_.to_dataframe().index[0] == "r0"
