@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from tdshap.bench import abalone as study
 from tdshap.cli import main
 
-ALL = "baseline,random,loo100,loo1,tmc,tdshap,tdshap-auto,tdshap-no-i,tdshap-no-ii"
+ALL = ("baseline,random,loo100,loo1,tmc,tdshap,tdshap-auto,tdshap-no-i,tdshap-no-ii,"
+       "tdshap-seq")
 
 
 @pytest.fixture
@@ -55,6 +56,7 @@ def test_every_method_runs_writes_cells_and_resumes(fake_abalone, tmp_path, monk
         assert loaded[method]["time_budget"] == pytest.approx(loaded["tdshap"]["seconds"])
     assert loaded["loo1"]["n_remove"] <= 25 and loaded["loo1"]["max_remove"] == 25
     assert loaded["tdshap"]["k"] == 5 and loaded["tdshap"]["n_min"] == 45  # ridge: 900 / 1000
+    assert loaded["tdshap-seq"]["stages"] == 3 and loaded["tdshap-seq"]["step"] == 10  # 25 rows
     report = (out / "report.md").read_text()
     assert "Table 2" in report and "| ridge |" in report and "Spread of TDShap" in report
     assert (out / "curves" / "curves_ridge_t00.png").stat().st_size > 0

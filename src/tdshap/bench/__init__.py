@@ -42,10 +42,12 @@ def bench() -> None:
 @click.option("--fast-path/--no-fast-path", default=True, show_default=True,
               help="Exact incremental fits for Ridge; --no-fast-path refits every subset "
                    "(the paper's cost model).")
+@click.option("--seq-step", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rows removed per stage by tdshap-seq.")
 @click.option("--progress/--no-progress", default=False, show_default=True)
 def abalone_command(models: str, methods: str, trials: int, trial_start: int, seed: int,
                     out: Path, data: Path | None, tmc_budget: float, eps_factor: float,
-                    sizes: str, fast_path: bool, progress: bool) -> None:
+                    sizes: str, fast_path: bool, seq_step: int, progress: bool) -> None:
     """The paper's Abalone study (Tables 2-4, Figures 1-2)."""
     from tdshap.bench.abalone import StudyConfig, all_cells, parse_list, run_study
     from tdshap.bench.abalone_report import markdown, plot_figures
@@ -60,7 +62,8 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
         raise click.BadParameter(str(err)) from None
     cfg = StudyConfig(out=out, first_seed=seed, data_path=None if data is None else str(data),
                       tmc_budget=tmc_budget, eps_factor=eps_factor, progress=progress,
-                      sizes=size_tuple, fast_path=fast_path)  # type: ignore[arg-type]
+                      sizes=size_tuple, fast_path=fast_path,  # type: ignore[arg-type]
+                      seq_step=seq_step)
     start = time.perf_counter()
     run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
               echo=click.echo)
