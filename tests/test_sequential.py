@@ -84,3 +84,38 @@ def test_input_errors_and_row_labels(data):
     seq = SequentialRemoval(LeaveOneOut(Ridge()), step=25).fit(frame, y, Xv, yv)
     assert seq.result_.extra["max_remove"] == 25  # default: half of N
     assert seq.result_.to_dataframe().index[0] == "r0"
+
+
+def test_a_killed_run_resumes_after_its_last_stage(data, tmp_path, monkeypatch):
+    from tdshap.checkpoint import checkpoint_info
+
+    def make(**kw):
+        return SequentialRemoval(TDShap(Ridge(), "neg_mae", k=5, n_min=0.8, max_iter=3,
+                                        fast_path=False), step=4, max_remove=16,
+                                 random_state=1, **kw)
+
+    expected = make().fit(*data)
+    path = tmp_path / "seq.tdshap"
+    stages = []
+    original = SequentialRemoval._stage
+
+    def dies_in_stage_3(self, *args, **kwargs):
+        stages.append(1)
+        if len(stages) == 3:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SequentialRemoval, "_stage", dies_in_stage_3)
+    with pytest.raises(KeyboardInterrupt):
+        make(checkpoint=path).fit(*data)
+    monkeypatch.setattr(SequentialRemoval, "_stage", original)
+    info = checkpoint_info(path)
+    assert info["rounds"] == 2 and not info["finished"]
+    resumed = make(checkpoint=path, resume=True).fit(*data)
+    np.testing.assert_array_equal(resumed.order_, expected.order_)
+    np.testing.assert_array_equal(resumed.values_, expected.values_)
+    assert resumed.result_.n_fits == expected.result_.n_fits
+    assert checkpoint_info(path)["finished"]
+    with pytest.raises(ValueError, match=r"different settings.*step"):
+        SequentialRemoval(expected.method, step=2, max_remove=16, random_state=1,
+                          resume=path).fit(*data)

@@ -89,6 +89,23 @@ def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {k: meta.get(k) for k in keys}
 
 
+def resume_path(resume: Any, checkpoint: Any) -> str | os.PathLike[str] | None:
+    """The file a method's ``resume`` parameter points at, or None for a fresh run.
+
+    ``resume=True`` means the ``checkpoint`` file, if a previous run left one.
+    """
+    if resume is True:
+        if checkpoint is None:
+            raise ValueError("resume=True continues the file given as checkpoint=: set "
+                             "checkpoint='run.tdshap', or pass the file as resume=.")
+        return checkpoint if os.path.exists(checkpoint) else None
+    if resume is None or resume is False:
+        return None
+    if not os.path.exists(resume):
+        raise ValueError(f"resume={str(resume)!r}: no such checkpoint file.")
+    return resume
+
+
 def check_resumable(
     meta: dict[str, Any], algorithm: str, data: str, settings: dict[str, Any], path: Any
 ) -> None:

@@ -130,7 +130,8 @@ def valuation(method: str, model: str, seed: int, budget: float | None,
               cfg: StudyConfig, checkpoint: Path | None = None) -> Any:
     """The valuation estimator for ``method`` (None for ``baseline``).
 
-    TMC saves its state to ``checkpoint`` (when given) and resumes from it.
+    TMC and sequential TDShap save their state to ``checkpoint`` (when given)
+    and resume from it.
     """
     from tdshap.methods import LeaveOneOut, RandomRemoval, SequentialRemoval, TDShap, TMCShapley
 
@@ -163,7 +164,8 @@ def valuation(method: str, model: str, seed: int, budget: float | None,
         settings.update(n_min=settings["n_min"] / n)  # the same share of the rows that remain
         stage = TDShap(**{**settings, **common, "progress": False})
         return SequentialRemoval(stage, step=cfg.seq_step, max_remove=int(MAX_FRACTION * n),
-                                 random_state=seed, progress=cfg.progress)
+                                 random_state=seed, progress=cfg.progress,
+                                 checkpoint=checkpoint, resume=True)
     return TDShap(**settings, **common)
 
 

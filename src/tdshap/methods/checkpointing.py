@@ -20,6 +20,7 @@ from tdshap.checkpoint import (
     check_resumable,
     data_fingerprint,
     read_checkpoint,
+    resume_path,
 )
 from tdshap.methods.base import BaseValuation
 from tdshap.methods.run_state import ResumableRun
@@ -43,9 +44,7 @@ class CheckpointedValuation(BaseValuation):
     def _check_checkpoint_params(self) -> None:
         check_number(self.checkpoint_every, "checkpoint_every", low=0,
                      hint="It is in seconds; 0 saves after every step.")
-        if self.resume is True and self.checkpoint is None:
-            raise ValueError("resume=True continues the file given as checkpoint=: set "
-                             "checkpoint='run.tdshap', or pass the file as resume=.")
+        resume_path(self.resume, self.checkpoint)  # fails early on a bad combination
 
     def _settings(self, utility: Utility) -> dict[str, Any]:
         """What a checkpoint must agree on to be resumed."""
@@ -56,20 +55,9 @@ class CheckpointedValuation(BaseValuation):
         out["metric"] = utility.metric.name
         return out
 
-    def _resume_path(self) -> str | os.PathLike[str] | None:
-        """The checkpoint to resume from, or None for a fresh run."""
-        if self.resume is True:  # the checkpoint file, if a previous run left one
-            assert self.checkpoint is not None
-            return self.checkpoint if os.path.exists(self.checkpoint) else None
-        if self.resume is None or self.resume is False:
-            return None
-        if not os.path.exists(self.resume):
-            raise ValueError(f"resume={str(self.resume)!r}: no such checkpoint file.")
-        return self.resume
-
     def _load(self, utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
         """The checkpoint to resume, checked against this data and these settings (or None)."""
-        path = self._resume_path()
+        path = resume_path(self.resume, self.checkpoint)
         if path is None:
             return None
         meta, arrays = read_checkpoint(path)

@@ -20,7 +20,9 @@ Each stage costs one run of ``method``; with ``step = 10`` and
 
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
 from tdshap._validation import check_data, check_number
+from tdshap.checkpoint import (
+    check_resumable,
+    data_fingerprint,
+    read_checkpoint,
+    resume_path,
+    write_checkpoint,
+)
 from tdshap.methods.base import seed_of
 from tdshap.progress import RunProgress
 from tdshap.result import ValuationResult
@@ -53,6 +62,12 @@ class SequentialRemoval(BaseEstimator):
         and the tie-breaking of rankings.
     progress:
         Show a progress bar over the stages.
+    checkpoint, resume:
+        Save the run to the file ``checkpoint`` after every stage (atomically,
+        see :mod:`tdshap.checkpoint`); ``resume`` (a path, or ``True`` for the
+        ``checkpoint`` file when it exists) continues a saved run, which then
+        ends as the uninterrupted run would. A killed run loses at most the
+        stage in progress.
 
     Attributes
     ----------
@@ -64,12 +79,16 @@ class SequentialRemoval(BaseEstimator):
     """
 
     def __init__(self, method: Any = None, step: int = 10, max_remove: int | None = None,
-                 random_state: Any = None, progress: bool = False) -> None:
+                 random_state: Any = None, progress: bool = False,
+                 checkpoint: str | os.PathLike[str] | None = None,
+                 resume: str | os.PathLike[str] | bool | None = None) -> None:
         self.method = method
         self.step = step
         self.max_remove = max_remove
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.resume = resume
 
     @property
     def algorithm(self) -> str:
@@ -88,62 +107,116 @@ class SequentialRemoval(BaseEstimator):
             raise ValueError(f"max_remove={self.max_remove} must be at most N - 1 = {n - 1}.")
         return int(self.max_remove)
 
+    # -- checkpoints: one after every stage ------------------------------------
+    def _settings(self, max_remove: int) -> dict[str, Any]:
+        return {"method": repr(self.method), "step": int(self.step), "max_remove": max_remove,
+                "random_state": seed_of(self.random_state)}
+
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> SequentialRemoval:
         """Rank the rows of ``(X, y)`` by sequential valuation and removal."""
         Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
         n = len(ya)
         max_remove = self._check_params(n)
-        rng = np.random.default_rng(self.random_state)
-        start = time.perf_counter()
-        values, variances = np.zeros(n), np.full(n, np.nan)
-        counts = np.zeros(n, dtype=np.int64)
-        remaining = np.arange(n)
-        removed: list[np.ndarray] = []
-        totals = {"n_fits": 0, "n_evaluations": 0, "fit_seconds": 0.0}
-        stages: list[dict[str, Any]] = []
-        done = 0
+        data = data_fingerprint(Xa, ya, Xv, yv)
+        settings = self._settings(max_remove)
+        run = _SequentialRun.fresh(n, np.random.default_rng(self.random_state))
+        path = resume_path(self.resume, self.checkpoint)
+        if path is not None:
+            meta, arrays = read_checkpoint(path)
+            check_resumable(meta, self.algorithm, data, settings, path)
+            run = _SequentialRun.restore(meta, arrays)
+        start = time.perf_counter() - run.elapsed
         bar = RunProgress(self.progress, desc=f"sequential {self.method.__class__.__name__}")
         try:
-            while done < max_remove:
-                stage = clone(self.method)
-                if "random_state" in stage.get_params():
-                    stage.set_params(random_state=int(rng.integers(2**31 - 1)))
-                stage.fit(Xa[remaining], ya[remaining], Xv, yv)
-                result: ValuationResult = stage.result_
-                ranking = result.ranking(rng)
-                values[remaining] = result.values
-                counts[remaining] = result.counts
-                variances[remaining] = result.variances
-                for key in totals:
-                    totals[key] += getattr(result, key)
-                take = min(int(self.step), max_remove - done)
-                removed.append(remaining[ranking[:take]])
-                rest = remaining[ranking[take:]]  # the last stage's order for the others
-                remaining = np.sort(rest)
-                done += take
-                stages.append({"n": len(ranking), "n_fits": result.n_fits,
-                               "seconds": result.wall_seconds})
-                bar.update(done / max_remove, removed=done, fits=totals["n_fits"])
+            while run.done < max_remove:
+                self._stage(run, Xa, ya, Xv, yv, min(int(self.step), max_remove - run.done))
+                run.elapsed = time.perf_counter() - start
+                if self.checkpoint is not None:
+                    write_checkpoint(self.checkpoint, {"algorithm": self.algorithm, "data": data,
+                                                       "settings": settings, **run.meta(),
+                                                       "finished": run.done >= max_remove},
+                                     run.arrays())
+                bar.update(run.done / max_remove, removed=run.done, fits=run.totals["n_fits"])
         finally:
             bar.close()
-        order = np.concatenate([*removed, rest])
-        self.values_, self.order_, self.n_stages_ = values, order, len(stages)
+        order = np.concatenate([run.removed, run.rest])
+        self.values_, self.order_, self.n_stages_ = run.values, order, len(run.stage_fits)
         self.result_ = ValuationResult(
             algorithm=self.algorithm,
-            values=values,
-            counts=counts,
-            variances=variances,
-            n_fits=int(totals["n_fits"]),
-            n_evaluations=int(totals["n_evaluations"]),
+            values=run.values,
+            counts=run.counts,
+            variances=run.variances,
+            n_fits=int(run.totals["n_fits"]),
+            n_evaluations=int(run.totals["n_evaluations"]),
             wall_seconds=time.perf_counter() - start,
-            fit_seconds=float(totals["fit_seconds"]),
+            fit_seconds=float(run.totals["fit_seconds"]),
             seed=seed_of(self.random_state),
-            config={"method": repr(self.method), "step": int(self.step),
-                    "max_remove": max_remove, "random_state": seed_of(self.random_state)},
-            extra={"stages": len(stages), "max_remove": max_remove, "step": int(self.step),
+            config=settings,
+            extra={"stages": self.n_stages_, "max_remove": max_remove, "step": int(self.step),
                    "inner_algorithm": getattr(self.method, "algorithm", None),
-                   "stage_fits": [s["n_fits"] for s in stages]},
+                   "stage_fits": list(run.stage_fits)},
             order=order,
             index=X.index.to_numpy() if isinstance(X, pd.DataFrame) else None,
         )
         return self
+
+    def _stage(self, run: _SequentialRun, X: np.ndarray, y: np.ndarray, X_val: np.ndarray,
+               y_val: np.ndarray, take: int) -> None:
+        """Value the rows that remain with a clone of ``method``; remove its ``take`` lowest."""
+        remaining = np.sort(run.rest)
+        stage = clone(self.method)
+        if "random_state" in stage.get_params():
+            stage.set_params(random_state=int(run.rng.integers(2**31 - 1)))
+        stage.fit(X[remaining], y[remaining], X_val, y_val)
+        result: ValuationResult = stage.result_
+        ranking = result.ranking(run.rng)
+        run.values[remaining] = result.values
+        run.counts[remaining] = result.counts
+        run.variances[remaining] = result.variances
+        for key in run.totals:
+            run.totals[key] += getattr(result, key)
+        run.removed = np.concatenate([run.removed, remaining[ranking[:take]]])
+        run.rest = remaining[ranking[take:]]  # the last stage's order for the others
+        run.stage_fits.append(int(result.n_fits))
+
+
+@dataclass
+class _SequentialRun:
+    """What a sequential run has done so far (and what its checkpoint holds)."""
+
+    rng: np.random.Generator
+    values: np.ndarray
+    counts: np.ndarray
+    variances: np.ndarray
+    removed: np.ndarray
+    rest: np.ndarray
+    totals: dict[str, float] = field(default_factory=lambda: {
+        "n_fits": 0, "n_evaluations": 0, "fit_seconds": 0.0})
+    stage_fits: list[int] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    @property
+    def done(self) -> int:
+        return len(self.removed)
+
+    @classmethod
+    def fresh(cls, n: int, rng: np.random.Generator) -> _SequentialRun:
+        return cls(rng, np.zeros(n), np.zeros(n, dtype=np.int64), np.full(n, np.nan),
+                   np.empty(0, dtype=np.intp), np.arange(n))
+
+    def meta(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "totals": self.totals,
+                "stage_fits": self.stage_fits, "elapsed": self.elapsed,
+                "rounds": len(self.stage_fits)}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"values": self.values, "counts": self.counts, "variances": self.variances,
+                "removed": self.removed, "rest": self.rest}
+
+    @classmethod
+    def restore(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> _SequentialRun:
+        bit_generator = getattr(np.random, meta["rng"]["bit_generator"])()
+        bit_generator.state = meta["rng"]
+        return cls(np.random.Generator(bit_generator), arrays["values"], arrays["counts"],
+                   arrays["variances"], arrays["removed"], arrays["rest"],
+                   dict(meta["totals"]), list(meta["stage_fits"]), float(meta["elapsed"]))
