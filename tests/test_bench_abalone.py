@@ -136,3 +136,19 @@ def test_a_killed_tmc_cell_continues_from_its_checkpoint(fake_abalone, tmp_path,
     cell = study.all_cells(out)[0]
     for key in ("n_permutations", "n_fits", "test_mae", "n_remove"):
         assert cell[key] == expected[key]
+
+
+def test_report_only_computes_nothing(fake_abalone, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    empty = CliRunner().invoke(main, ["bench", "abalone", "--report-only", "--out", str(out)])
+    assert empty.exit_code == 2 and "no cells" in empty.output
+    _run(["--models", "ridge", "--methods", "baseline", "--trials", "1", "--sizes", "40,40,40",
+          "--data", str(fake_abalone), "--out", str(out)])
+    (out / "report.md").unlink()
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("--report-only computed a cell")
+
+    monkeypatch.setattr(study, "run_cell", refuse)
+    _run(["--models", "dtree", "--methods", "tdshap", "--report-only", "--out", str(out)])
+    assert "| ridge |" in (out / "report.md").read_text()

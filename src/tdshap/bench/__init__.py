@@ -44,10 +44,13 @@ def bench() -> None:
                    "(the paper's cost model).")
 @click.option("--seq-step", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rows removed per stage by tdshap-seq.")
+@click.option("--report-only", is_flag=True,
+              help="Compute nothing: rewrite report.md and the figures from the cells in --out.")
 @click.option("--progress/--no-progress", default=False, show_default=True)
 def abalone_command(models: str, methods: str, trials: int, trial_start: int, seed: int,
                     out: Path, data: Path | None, tmc_budget: float, eps_factor: float,
-                    sizes: str, fast_path: bool, seq_step: int, progress: bool) -> None:
+                    sizes: str, fast_path: bool, seq_step: int, report_only: bool,
+                    progress: bool) -> None:
     """The paper's Abalone study (Tables 2-4, Figures 1-2)."""
     from tdshap.bench.abalone import StudyConfig, all_cells, parse_list, run_study
     from tdshap.bench.abalone_report import markdown, plot_figures
@@ -65,9 +68,12 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
                       sizes=size_tuple, fast_path=fast_path,  # type: ignore[arg-type]
                       seq_step=seq_step)
     start = time.perf_counter()
-    run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
-              echo=click.echo)
+    if not report_only:
+        run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
+                  echo=click.echo)
     cells = all_cells(out)
+    if not cells:
+        raise click.UsageError(f"no cells in {out}: run some first (without --report-only).")
     header = (f"Abalone study: {len(cells)} cells in {out} "
               f"(machine {platform.machine()}, Python {platform.python_version()}, "
               f"written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
