@@ -152,3 +152,18 @@ def test_report_only_computes_nothing(fake_abalone, tmp_path, monkeypatch):
     monkeypatch.setattr(study, "run_cell", refuse)
     _run(["--models", "dtree", "--methods", "tdshap", "--report-only", "--out", str(out)])
     assert "| ridge |" in (out / "report.md").read_text()
+
+
+def test_tdshap_warm_pretrains_once_and_refuses_models_it_cannot_warm(fake_abalone, tmp_path):
+    out = tmp_path / "out"
+    _run(["--models", "gbdt", "--methods", "tdshap-warm", "--trials", "1", "--sizes",
+          "50,50,50", "--data", str(fake_abalone), "--out", str(out)])
+    cell = study.all_cells(out)[0]
+    assert cell["method"] == "tdshap-warm" and cell["n_fits"] > 0
+    est = study.warm_started("gbdt", 0)
+    assert (est.pretrain_steps, est.steps) == (100, 10)
+    bad = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                    "tdshap-warm", "--out", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and "iteratively trained" in bad.output
+    assert not (tmp_path / "bad" / "cells").exists() or not list(
+        (tmp_path / "bad" / "cells").glob("*.json"))

@@ -69,8 +69,11 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
                       seq_step=seq_step)
     start = time.perf_counter()
     if not report_only:
-        run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
-                  echo=click.echo)
+        try:
+            run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
+                      echo=click.echo)
+        except ValueError as err:  # settings that cannot work, found before any cell runs
+            raise click.UsageError(str(err)) from None
     cells = all_cells(out)
     if not cells:
         raise click.UsageError(f"no cells in {out}: run some first (without --report-only).")

@@ -45,7 +45,7 @@ PAPER_ABLATION: dict[str, tuple[float, float, float]] = {
 LABELS = {"baseline": "baseline", "random": "random", "loo100": "LOO_100", "loo1": "LOO_1",
           "tmc": "Data Shapley (TMC)", "tdshap": "TDShap", "tdshap-auto": "TDShap auto",
           "tdshap-no-i": "TDShap w/o (i)", "tdshap-no-ii": "TDShap w/o (ii)",
-          "tdshap-seq": "TDShap sequential"}
+          "tdshap-seq": "TDShap sequential", "tdshap-warm": "TDShap warm start"}
 
 
 def _index(cells: list[dict[str, Any]]) -> dict[tuple[str, str], dict[int, dict[str, Any]]]:
