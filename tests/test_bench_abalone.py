@@ -167,3 +167,14 @@ def test_tdshap_warm_pretrains_once_and_refuses_models_it_cannot_warm(fake_abalo
     assert bad.exit_code == 2 and "iteratively trained" in bad.output
     assert not (tmp_path / "bad" / "cells").exists() or not list(
         (tmp_path / "bad" / "cells").glob("*.json"))
+
+
+def test_single_threaded_lightgbm_predicts_as_a_threaded_one(fake_abalone):
+    from lightgbm import LGBMRegressor
+
+    from tdshap.datasets import abalone
+
+    data = abalone(0, (50, 50, 50), path=str(fake_abalone))
+    ours = study.make_model("gbdt").fit(*data.train).predict(data.X_test)
+    default = LGBMRegressor(verbose=-1, n_jobs=2).fit(*data.train).predict(data.X_test)
+    np.testing.assert_array_equal(ours, default)
