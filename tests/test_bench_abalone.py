@@ -154,14 +154,21 @@ def test_report_only_computes_nothing(fake_abalone, tmp_path, monkeypatch):
     assert "| ridge |" in (out / "report.md").read_text()
 
 
-def test_tdshap_warm_pretrains_once_and_refuses_models_it_cannot_warm(fake_abalone, tmp_path):
+def test_tdshap_warm_values_with_a_warm_started_model_and_refuses_others(fake_abalone,
+                                                                         tmp_path):
+    from tdshap.deep.sklearn_warm import WarmStarted
+
     out = tmp_path / "out"
     _run(["--models", "gbdt", "--methods", "tdshap-warm", "--trials", "1", "--sizes",
           "50,50,50", "--data", str(fake_abalone), "--out", str(out)])
     cell = study.all_cells(out)[0]
     assert cell["method"] == "tdshap-warm" and cell["n_fits"] > 0
-    est = study.warm_started("gbdt", 0)
-    assert (est.pretrain_steps, est.steps) == (100, 10)
+    assert (cell["k"], cell["n_min"]) == (5, 5)  # the paper's K and N_min, scaled to N = 50
+    cfg = study.StudyConfig(out=tmp_path / "unused", sizes=(50, 50, 50))
+    valuer = study.valuation("tdshap-warm", "gbdt", 0, None, cfg)
+    warm = valuer.estimator  # V(S) continues from the model trained on all of D
+    assert isinstance(warm, WarmStarted) and warm.warm_start
+    assert (warm.pretrain_steps, warm.steps) == (100, 10)
     bad = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
                                     "tdshap-warm", "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "iteratively trained" in bad.output
