@@ -15,6 +15,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	$(PIP) install -e '.[dev,torch,text]'
+	@# the paper's experiments live outside the package: make them importable in this venv
+	$(BIN)/python -c "import site, sys; open(site.getsitepackages()[0] + '/tdshap-experiments.pth', 'w').write(sys.argv[1] + '\\n')" "$(CURDIR)"
 	touch $@
 
 install: $(VENV)/.installed
@@ -25,7 +27,7 @@ demo: install
 	$(BIN)/tdshap demo
 
 lint: install-dev
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks experiments
 
 test: install-dev lint
 	$(BIN)/python -m pytest

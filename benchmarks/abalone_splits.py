@@ -29,7 +29,8 @@ from scipy import stats
 from sklearn.linear_model import Ridge
 from threadpoolctl import threadpool_limits
 
-from tdshap import LeaveOneOut, SequentialRemoval, TDShap, cleanse, datasets
+from experiments import datasets
+from tdshap import LeaveOneOut, SequentialRemoval, TDShap, cleanse
 
 PAPER_GAIN = 0.055  # Ridge, TDShap: 1.617 - 1.562 (SPEC §6, Table 2)
 

@@ -1,4 +1,4 @@
-"""Subset models trained per second: one by one versus batched (tdshap.deep).
+"""Subset models trained per second: one by one versus batched (tdshap.torch).
 
 One TDShap block (``--blocks M``: M blocks, a parallel round) of the paper's
 Fashion-MNIST setting: K + 1 CNNs
@@ -30,15 +30,15 @@ import time
 import numpy as np
 import torch
 
-from tdshap.deep.batched import BatchedTorchUtility
-from tdshap.deep.models import fashion_cnn
-from tdshap.deep.torch_estimator import TorchClassifier
-from tdshap.utility import Chain, Utility
+from tdshap.torch.batched import BatchedTorchUtility
+from tdshap.torch.estimators import TorchClassifier
+from tdshap.torch.modules import fashion_cnn
+from tdshap.utility.base import Chain, Utility
 
 
 def images(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     try:
-        from tdshap.deep.data import fashion_mnist
+        from experiments.deep_data import fashion_mnist
 
         d = fashion_mnist(seed, (n, n, 1))
         return np.concatenate([d.X_train, d.X_val]), np.concatenate([d.y_train, d.y_val])

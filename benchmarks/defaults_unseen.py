@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.datasets import load_diabetes, load_wine, make_classification
 
-from tdshap.harmful import find_harmful
+from tdshap.app.harmful import find_harmful
 
 NOISE = 0.1
 

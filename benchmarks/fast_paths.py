@@ -31,7 +31,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
 from tdshap import TDShap, datasets
-from tdshap.datasets import Split
+from tdshap.app.splits import Split
 
 
 def abalone(seed: int) -> Split | None:

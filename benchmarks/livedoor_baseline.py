@@ -22,8 +22,8 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from tdshap.deep.data import livedoor, livedoor_corpus
-from tdshap.deep.text import text_classifier, tokenize, unknown_fraction
+from experiments.deep_data import livedoor, livedoor_corpus
+from tdshap.torch.text import text_classifier, tokenize, unknown_fraction
 
 
 def main() -> None:

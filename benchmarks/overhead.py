@@ -15,8 +15,7 @@ import time
 import numpy as np
 
 from tdshap import TDShap
-from tdshap.datasets import breast_cancer
-from tdshap.demo import DEMO_SETTINGS, demo_estimator
+from tdshap.app.demo import DEMO_SETTINGS, breast_cancer, demo_estimator
 
 
 def main() -> None:

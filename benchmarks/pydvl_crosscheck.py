@@ -27,7 +27,7 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import Ridge
 
 from tdshap.methods import LeaveOneOut, TMCShapley
-from tdshap.utility import Utility
+from tdshap.utility.base import Utility
 
 
 def problem(n: int, seed: int):

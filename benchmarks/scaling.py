@@ -32,8 +32,9 @@ import numpy as np
 from sklearn.svm import SVR
 from sklearn.tree import DecisionTreeRegressor
 
-from tdshap import TDShap, datasets
-from tdshap.datasets import Split
+from experiments import datasets
+from tdshap import TDShap
+from tdshap.app.splits import Split
 
 MODELS: dict[str, tuple[Any, int, int]] = {  # name: (estimator, n_min, default rounds)
     "dtree": (DecisionTreeRegressor(max_depth=5, min_samples_leaf=64), 100, 10),
@@ -42,7 +43,7 @@ MODELS: dict[str, tuple[Any, int, int]] = {  # name: (estimator, n_min, default 
 
 
 def abalone(seed: int) -> Split:
-    """Abalone with Sex one-hot, split 1000/1000/1000 (:func:`tdshap.datasets.abalone`)."""
+    """Abalone with Sex one-hot, split 1000/1000/1000 (:func:`experiments.datasets.abalone`)."""
     try:
         return datasets.abalone(seed, download=False)
     except FileNotFoundError:

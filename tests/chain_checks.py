@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tdshap.utility import Truncation, Utility
+from tdshap.utility.base import Truncation, Utility
 
 
 def random_chains(n: int, sizes: list[tuple[int, int]], seed: int) -> list[tuple[np.ndarray,

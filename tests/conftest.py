@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture
 def breast_cancer_small():
-    from tdshap.datasets import breast_cancer
+    from tdshap.app.demo import breast_cancer
 
     return breast_cancer(seed=0, sizes=(60, 60, 100))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tdshap.datasets import DATA_DIR_VAR, abalone, abalone_path, load_abalone
+from experiments.datasets import DATA_DIR_VAR, abalone, abalone_path, load_abalone
 
 ROWS = "M,0.455,0.365,0.095,0.514,0.2245,0.101,0.15,15\nF,0.53,0.42,0.135,0.677,0.2565,0.1415,0.21,9\nI,0.33,0.255,0.08,0.205,0.0895,0.0395,0.055,7\n"  # noqa: E501
 REAL = Path(os.environ.get(DATA_DIR_VAR) or "/work/shared/datasets") / "abalone" / "abalone.data"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tdshap.bandit import APTState
-from tdshap.guarantee import failure_bound, guarantee_report, pulls_needed
+from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.apt.guarantee import failure_bound, guarantee_report, pulls_needed
 
 
 def test_running_mean_and_variance_match_numpy():

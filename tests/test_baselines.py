@@ -1,7 +1,7 @@
 """Baselines: TMC Shapley, sequential LOO, random removal (SPEC §3).
 
 Checked against exact answers: TMC against enumeration of a tiny game
-(``tdshap.games.exact_shapley``) and the efficiency axiom; LOO against
+(``games.exact_shapley``) and the efficiency axiom; LOO against
 direct refits of the estimator. (pyDVL 0.10.0, the planned independent
 cross-check, pins ``numpy<2`` and cannot be installed beside this project's
 numpy 2; see docs/results.md.)
@@ -16,13 +16,13 @@ from sklearn.base import clone
 from sklearn.linear_model import Ridge
 from sklearn.tree import DecisionTreeRegressor
 
+from games import exact_shapley
 from tdshap.cleansing import cleanse
-from tdshap.games import exact_shapley
 from tdshap.methods import LeaveOneOut, RandomRemoval, TMCShapley
+from tdshap.methods.stopping import MeanRelativeChange, RunStatus, StoppingCriterion
 from tdshap.methods.tmc import resolve_truncation
-from tdshap.metrics import resolve_metric
-from tdshap.stopping import MeanRelativeChange, RunStatus, StoppingCriterion
-from tdshap.utility import Utility
+from tdshap.utility.base import Utility
+from tdshap.utility.metrics import resolve_metric
 
 
 def _regression(n: int, seed: int = 0, outliers: int = 2):

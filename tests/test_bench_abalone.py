@@ -1,4 +1,4 @@
-"""``tdshap bench abalone`` end to end on a small synthetic file in the Abalone format."""
+"""``python -m experiments bench abalone`` end to end on a small synthetic Abalone file."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tdshap.bench import abalone as study
-from tdshap.cli import main
+from experiments import abalone as study
+from experiments.__main__ import main
 
 ALL = ("baseline,random,loo100,loo1,tmc,tdshap,tdshap-auto,tdshap-no-i,tdshap-no-ii,"
        "tdshap-seq")
@@ -156,7 +156,7 @@ def test_report_only_computes_nothing(fake_abalone, tmp_path, monkeypatch):
 
 def test_tdshap_warm_values_with_a_warm_started_model_and_refuses_others(fake_abalone,
                                                                          tmp_path):
-    from tdshap.deep.sklearn_warm import WarmStarted
+    from tdshap.utility.warm_sklearn import WarmStarted
 
     out = tmp_path / "out"
     _run(["--models", "gbdt", "--methods", "tdshap-warm", "--trials", "1", "--sizes",
@@ -179,7 +179,7 @@ def test_tdshap_warm_values_with_a_warm_started_model_and_refuses_others(fake_ab
 def test_single_threaded_lightgbm_predicts_as_a_threaded_one(fake_abalone):
     from lightgbm import LGBMRegressor
 
-    from tdshap.datasets import abalone
+    from experiments.datasets import abalone
 
     data = abalone(0, (50, 50, 50), path=str(fake_abalone))
     ours = study.make_model("gbdt").fit(*data.train).predict(data.X_test)

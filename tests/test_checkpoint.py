@@ -15,7 +15,7 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 from tdshap import TDShap
-from tdshap.checkpoint import checkpoint_info, read_checkpoint
+from tdshap.methods.checkpoint.files import checkpoint_info, read_checkpoint
 
 
 def _model(**kw):
@@ -110,7 +110,7 @@ _CHILD = textwrap.dedent("""
     import sys
     from sklearn.tree import DecisionTreeClassifier
     from tdshap import TDShap
-    from tdshap.datasets import breast_cancer
+    from tdshap.app.demo import breast_cancer
 
     d = breast_cancer(seed=0, sizes=(60, 60, 100))
     TDShap(DecisionTreeClassifier(max_depth=3, random_state=0), "accuracy", n_min=10, k=5,

@@ -7,8 +7,8 @@ import pytest
 from sklearn.linear_model import Ridge
 
 from tdshap import TMCShapley, Utility
-from tdshap.checkpoint import checkpoint_info
-from tdshap.stopping import MeanRelativeChange, RunStatus
+from tdshap.methods.checkpoint.files import checkpoint_info
+from tdshap.methods.stopping import MeanRelativeChange, RunStatus
 
 
 @pytest.fixture

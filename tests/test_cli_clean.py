@@ -16,7 +16,7 @@ FAST = ["--max-iter", "1", "--no-progress"]
 
 
 def tdshap(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tdshap.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "tdshap.app.cli", *map(str, args)],
                           cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
@@ -267,7 +267,7 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
     (blocker / "__init__.py").write_text("raise ImportError('pyarrow blocked for this test')\n")
     (tmp_path / "t.parquet").write_bytes(b"PAR1")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "blocked")}
-    res = subprocess.run([sys.executable, "-m", "tdshap.cli", "clean", "t.parquet", "--target",
+    res = subprocess.run([sys.executable, "-m", "tdshap.app.cli", "clean", "t.parquet", "--target",
                           "y", "--out", "out"], cwd=tmp_path, capture_output=True, text=True,
                          env=env, timeout=120)
     assert_input_error(res, tmp_path / "out", "pip install 'tdshap[parquet]'")

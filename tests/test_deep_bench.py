@@ -1,4 +1,4 @@
-"""The deep benchmark driver (tdshap.deep.bench) on a tiny synthetic task."""
+"""The deep benchmark driver (experiments.deep_bench) on a tiny synthetic task."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tdshap.datasets import Split  # noqa: E402
-from tdshap.deep.bench import BenchSetting, DeepTask, run_bench, tables  # noqa: E402
-from tdshap.deep.models import FashionCNN  # noqa: E402
-from tdshap.deep.torch_estimator import TorchClassifier  # noqa: E402
+from experiments.deep_bench import BenchSetting, DeepTask, run_bench, tables  # noqa: E402
+from tdshap.app.splits import Split  # noqa: E402
+from tdshap.torch.estimators import TorchClassifier  # noqa: E402
+from tdshap.torch.modules import FashionCNN  # noqa: E402
 
 
 def tiny_cnn(n_classes: int) -> FashionCNN:
@@ -71,7 +71,7 @@ def test_data_shapley_short_runs_for_tdshaps_time(tmp_path):
     cells = run_bench(tiny_task(), tmp_path, trials=1, seed=0, methods=("tdshap", "tmc_short"),
                       echo=print).set_index("method")
     assert cells.loc["tmc_short", "fits"] > 0
-    from tdshap.deep.bench import valuer
+    from experiments.deep_bench import valuer
 
     tmc = valuer(tiny_task(), "tmc_short", 0, tdshap_seconds=12.5)
     assert tmc.time_budget == 12.5  # Data Shapley (short): TDShap's wall time
@@ -89,7 +89,7 @@ def test_an_interrupted_tdshap_cell_continues_from_its_checkpoint(tmp_path):
                       echo=print).set_index("method")
     for column in ("test_acc", "val_acc", "n_remove", "fits"):
         assert again.loc["tdshap", column] == first.loc["tdshap", column]
-    from tdshap.checkpoint import checkpoint_info
+    from tdshap.methods.checkpoint.files import checkpoint_info
 
     cell = json.loads((tmp_path / "cells" / "tdshap_trial0.json").read_text())
     earlier = checkpoint_info(tmp_path / "cells" / "tdshap_trial0.tdshap")["elapsed"]

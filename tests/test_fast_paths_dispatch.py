@@ -11,13 +11,13 @@ from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from tdshap import TDShap
-from tdshap.fast_paths import (
+from tdshap.utility.base import Utility
+from tdshap.utility.fast import (
     LinearChainUtility,
     NeighborsChainUtility,
     fast_path_name,
     make_utility,
 )
-from tdshap.utility import Utility
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
 

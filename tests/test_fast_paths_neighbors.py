@@ -9,9 +9,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
 from chain_checks import compare_chains, random_chains
-from tdshap.fast_paths.base import NotEligible
-from tdshap.fast_paths.neighbors import NeighborsChainUtility
-from tdshap.utility import Truncation, Utility
+from tdshap.utility.base import Truncation, Utility
+from tdshap.utility.fast.base import NotEligible
+from tdshap.utility.fast.neighbors import NeighborsChainUtility
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
 

@@ -10,8 +10,8 @@ from sklearn.linear_model import Ridge
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from chain_checks import compare_chains
-from tdshap.fast_paths import LinearChainUtility, NeighborsChainUtility
-from tdshap.utility import Utility
+from tdshap.utility.base import Utility
+from tdshap.utility.fast import LinearChainUtility, NeighborsChainUtility
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
 

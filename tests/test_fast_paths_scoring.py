@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
-from tdshap.fast_paths import make_utility, neighbors
-from tdshap.fast_paths.scoring import row_scorer
-from tdshap.metrics import resolve_metric
-from tdshap.utility import Utility
+from tdshap.utility.base import Utility
+from tdshap.utility.fast import make_utility, neighbors
+from tdshap.utility.fast.scoring import row_scorer
+from tdshap.utility.metrics import resolve_metric
 
 
 def _max_abs_error(y_true: np.ndarray, y_pred: np.ndarray) -> float:

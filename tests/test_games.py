@@ -7,8 +7,8 @@ import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.linear_model import Ridge
 
+from games import AdditiveModel, exact_shapley, first_prediction
 from tdshap import TDShap, Utility
-from tdshap.games import AdditiveModel, exact_shapley, first_prediction
 
 
 def test_additive_game_values_exact_and_classified():

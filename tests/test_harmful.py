@@ -10,8 +10,8 @@ from sklearn.linear_model import Ridge
 from sklearn.pipeline import Pipeline
 
 import tdshap
-from tdshap.models import MODELS, build_model, parse_params
-from tdshap.tabular import MAX_LEVELS, TableEncoder, holdout_split, infer_task
+from tdshap.app.models import MODELS, build_model, parse_params
+from tdshap.app.tabular import MAX_LEVELS, TableEncoder, holdout_split, infer_task
 
 
 # -- the façade ---------------------------------------------------------------------

@@ -14,8 +14,8 @@ from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_info
 
 from tdshap import TDShap, Utility
-from tdshap import parallel as par
-from tdshap.utility import Chain
+from tdshap.utility import parallel as par
+from tdshap.utility.base import Chain
 
 
 def _tree():

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tdshap.bandit import APTState
+from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.apt.sampling import initial_blocks, sample_chain
 from tdshap.result import ValuationResult
-from tdshap.sampling import initial_blocks, sample_chain
 
 
 @settings(max_examples=200, deadline=None)

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from sklearn.tree import DecisionTreeClassifier
 
 from tdshap import TDShap, ValuationResult, cleanse
+from tdshap.app.cli import main
 from tdshap.cleansing import removal_grid
-from tdshap.cli import main
 
 
 def _result() -> ValuationResult:
@@ -79,7 +79,7 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
 
 
 def test_tdshap_finds_flipped_labels(tmp_path):
-    from tdshap.datasets import breast_cancer
+    from tdshap.app.demo import breast_cancer
 
     d = breast_cancer(seed=4, sizes=(120, 150, 200))
     rng = np.random.default_rng(0)

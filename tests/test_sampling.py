@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from tdshap.sampling import check_block_size, initial_blocks, sample_chain
+from tdshap.methods.apt.sampling import check_block_size, initial_blocks, sample_chain
 
 
 def test_prefix_respects_n_min_and_excludes_block():

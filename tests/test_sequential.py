@@ -87,7 +87,7 @@ def test_input_errors_and_row_labels(data):
 
 
 def test_a_killed_run_resumes_after_its_last_stage(data, tmp_path, monkeypatch):
-    from tdshap.checkpoint import checkpoint_info
+    from tdshap.methods.checkpoint.files import checkpoint_info
 
     def make(**kw):
         return SequentialRemoval(TDShap(Ridge(), "neg_mae", k=5, n_min=0.8, max_iter=3,

@@ -9,7 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from tdshap import TDShap, Utility
-from tdshap.utility import Chain
+from tdshap.utility.base import Chain
 
 
 def _tree():
@@ -172,7 +172,7 @@ def test_bad_input_names_the_problem(kwargs, data, message):
 
 
 def test_auto_thresholds_follow_the_spread_of_the_initial_marginals(breast_cancer_small):
-    from tdshap.thresholds import auto_thresholds, marginal_scale
+    from tdshap.methods.apt.thresholds import auto_thresholds, marginal_scale
 
     d = breast_cancer_small
     m = TDShap(_tree(), "accuracy", tau="auto", eps="auto", n_min=10, k=5, max_iter=5,
@@ -186,7 +186,7 @@ def test_auto_thresholds_follow_the_spread_of_the_initial_marginals(breast_cance
 
 
 def test_truncation_stops_a_chain_once_scores_settle(breast_cancer_small):
-    from tdshap.utility import Truncation
+    from tdshap.utility.base import Truncation
 
     d = breast_cancer_small
     util = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val)

@@ -5,8 +5,8 @@ thresholding multi-armed bandit, its baselines, and the validation-driven
 cleansing protocol.
 """
 
+from tdshap.app.harmful import HarmfulRows, find_harmful
 from tdshap.cleansing import CleansingResult, cleanse
-from tdshap.harmful import HarmfulRows, find_harmful
 from tdshap.methods import (
     LeaveOneOut,
     RandomRemoval,
@@ -15,7 +15,7 @@ from tdshap.methods import (
     TMCShapley,
 )
 from tdshap.result import ValuationResult
-from tdshap.utility import Utility
+from tdshap.utility.base import Utility
 
 __all__ = [
     "CleansingResult", "HarmfulRows", "LeaveOneOut", "RandomRemoval", "SequentialRemoval",

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from tdshap._io import jsonable
 from tdshap._validation import as_features, as_target, check_data
-from tdshap.metrics import resolve_metric
 from tdshap.result import ValuationResult
-from tdshap.utility import random_state_params
+from tdshap.utility.base import random_state_params
+from tdshap.utility.metrics import default_metric, resolve_metric
 
 
 @dataclass
@@ -49,9 +50,8 @@ class CleansingResult:
         return self.cleaned_test - self.baseline_test
 
     def to_dict(self) -> dict[str, Any]:
-        from tdshap.result import _jsonable
 
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
     def plot(self, path: str | os.PathLike[str], title: str | None = None) -> Path:
         """Write a PNG of the validation (and test) curves, like the paper's Figure 1."""
@@ -101,8 +101,6 @@ def cleanse(
     ``max_fraction`` of N. Every grid model uses the same ``random_state``
     (common random numbers), so curves differ only by the rows removed.
     """
-    from tdshap.methods.base import default_metric
-
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
     has_test = X_test is not None
     if has_test:

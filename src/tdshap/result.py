@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,35 +19,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from tdshap._io import atomic_write_bytes, jsonable
+
 FORMAT = "tdshap.ValuationResult"
 FORMAT_VERSION = 1
 _ARRAYS = ("values", "counts", "variances", "harmful", "order", "index")
-
-
-def _jsonable(obj: Any) -> Any:
-    """Make ``obj`` strict JSON: numpy scalars to Python, NaN/inf to None."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and rename: never half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -139,7 +114,7 @@ class ValuationResult:
 
     # -- persistence -----------------------------------------------------
     def _meta(self) -> dict[str, Any]:
-        return _jsonable(
+        return jsonable(
             {
                 "format": FORMAT,
                 "format_version": FORMAT_VERSION,
@@ -162,7 +137,7 @@ class ValuationResult:
         out = self._meta()
         for name in _ARRAYS:
             arr = getattr(self, name)
-            out[name] = None if arr is None else _jsonable(np.asarray(arr))
+            out[name] = None if arr is None else jsonable(np.asarray(arr))
         return out
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -7,14 +7,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, is_classifier
+from sklearn.base import BaseEstimator
 
 from tdshap._validation import check_data
-from tdshap.deep.warm_start import prepare_estimator
-from tdshap.fast_paths import make_utility
-from tdshap.parallel import make_executor
 from tdshap.result import ValuationResult
-from tdshap.utility import SEED_MODES, Utility
+from tdshap.utility.base import SEED_MODES, Utility
+from tdshap.utility.fast import make_utility
+from tdshap.utility.metrics import default_metric
+from tdshap.utility.parallel import make_executor
+from tdshap.utility.warm_start import prepare_estimator
 
 
 def seed_of(random_state: Any) -> int | None:
@@ -24,20 +25,15 @@ def seed_of(random_state: Any) -> int | None:
     return None
 
 
-def default_metric(estimator: Any) -> str:
-    """``accuracy`` for classifiers, ``neg_mae`` otherwise (used when ``metric=None``)."""
-    return "accuracy" if is_classifier(estimator) else "neg_mae"
-
-
 class BaseValuation(BaseEstimator):
     """Base class: subclasses set ``algorithm`` and implement ``fit``.
 
     Parameters shared by all methods are ``estimator``, ``metric``,
     ``on_error``, ``seed_mode``, ``random_state`` and ``progress``; see
-    :class:`tdshap.utility.Utility` for the first four. Methods that take
-    ``fast_path`` (default True) use :func:`tdshap.fast_paths.make_utility`.
+    :class:`tdshap.utility.base.Utility` for the first four. Methods that take
+    ``fast_path`` (default True) use :func:`tdshap.utility.fast.make_utility`.
     A method that lists ``n_jobs`` and ``backend`` in its ``__init__``
-    evaluates its chains in parallel (:func:`tdshap.parallel.make_executor`);
+    evaluates its chains in parallel (:func:`tdshap.utility.parallel.make_executor`);
     the defaults below run in-process.
     """
 
@@ -83,7 +79,7 @@ class BaseValuation(BaseEstimator):
         ``fast_path=False``); parallel backends replace it."""
         self.metric_ = default_metric(self.estimator) if self.metric is None else self.metric
         # Warm-start learners train once on all of D here (enhancement iii) and may
-        # bring their own utility class (batched training): see tdshap.deep.
+        # bring their own utility class (batched training): see tdshap.torch.
         estimator = prepare_estimator(self.estimator, X, y, run_seed)
         if hasattr(estimator, "utility_class"):
             return estimator.utility_class(

@@ -13,7 +13,7 @@ order they were removed, then the rows never removed by their last value
 protocol. ``values`` hold each row's LOO value in the round that removed it
 (or the last round).
 
-Every subset is one :class:`~tdshap.utility.Chain` with an empty block,
+Every subset is one :class:`~tdshap.utility.base.Chain` with an empty block,
 evaluated ``batch_size`` at a time through ``Utility.evaluate_chains``, and
 all with the run's seed so that values differ only by the rows left out.
 """
@@ -27,8 +27,8 @@ import numpy as np
 
 from tdshap._validation import check_number
 from tdshap.methods.base import BaseValuation
-from tdshap.progress import RunProgress
-from tdshap.utility import Chain, Utility
+from tdshap.methods.progress import RunProgress
+from tdshap.utility.base import Chain, Utility
 
 
 class LeaveOneOut(BaseValuation):
@@ -46,11 +46,11 @@ class LeaveOneOut(BaseValuation):
     batch_size:
         Subsets per ``evaluate_chains`` call.
     n_jobs, backend:
-        Evaluate each batch on ``n_jobs`` workers (:func:`tdshap.parallel.make_executor`);
+        Evaluate each batch on ``n_jobs`` workers (:func:`tdshap.utility.parallel.make_executor`);
         the values are the same whatever ``n_jobs`` and ``backend``.
     fast_path:
         Use an exact incremental fast path where the model has one
-        (:mod:`tdshap.fast_paths`): same values, fewer fits.
+        (:mod:`tdshap.utility.fast`): same values, fewer fits.
     on_error, seed_mode, random_state, progress:
         See :class:`~tdshap.methods.base.BaseValuation`.
 

@@ -30,15 +30,15 @@ import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
 from tdshap._validation import check_data, check_number
-from tdshap.checkpoint import (
+from tdshap.methods.base import seed_of
+from tdshap.methods.checkpoint.files import (
     check_resumable,
     data_fingerprint,
     read_checkpoint,
     resume_path,
     write_checkpoint,
 )
-from tdshap.methods.base import seed_of
-from tdshap.progress import RunProgress
+from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
 
 
@@ -64,7 +64,7 @@ class SequentialRemoval(BaseEstimator):
         Show a progress bar over the stages.
     checkpoint, resume:
         Save the run to the file ``checkpoint`` after every stage (atomically,
-        see :mod:`tdshap.checkpoint`); ``resume`` (a path, or ``True`` for the
+        see :mod:`tdshap.methods.checkpoint.files`); ``resume`` (a path, or ``True`` for the
         ``checkpoint`` file when it exists) continues a saved run, which then
         ends as the uninterrupted run would. A killed run loses at most the
         stage in progress.

@@ -10,16 +10,16 @@ from typing import Any
 import numpy as np
 
 from tdshap._validation import check_number
-from tdshap.bandit import APTState
-from tdshap.guarantee import guarantee_report
-from tdshap.methods.checkpointing import CheckpointedValuation
+from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.apt.guarantee import guarantee_report
+from tdshap.methods.apt.sampling import check_block_size, initial_blocks, sample_chain
+from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
+from tdshap.methods.checkpoint.mixin import CheckpointedValuation
+from tdshap.methods.progress import RunProgress
+from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
 from tdshap.methods.tdshap_run import TDShapRun
-from tdshap.progress import RunProgress
 from tdshap.result import ValuationResult
-from tdshap.sampling import check_block_size, initial_blocks, sample_chain
-from tdshap.stopping import RunStatus, StoppingCriterion, build_stopping
-from tdshap.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
-from tdshap.utility import Chain, Utility
+from tdshap.utility.base import Chain, Utility
 
 
 class TDShap(CheckpointedValuation):
@@ -38,7 +38,7 @@ class TDShap(CheckpointedValuation):
         Threshold and precision, in units of the metric: rows with value
         ``<= tau - eps`` are to be found, rows with value ``>= tau + eps`` left.
         Either may be ``"auto"``: set after initialisation from the spread of
-        the observed marginals (:mod:`tdshap.thresholds`).
+        the observed marginals (:mod:`tdshap.methods.apt.thresholds`).
     eps_factor:
         With ``eps="auto"``: ``eps = eps_factor * spread of the initial marginals``.
     n_min:
@@ -54,9 +54,9 @@ class TDShap(CheckpointedValuation):
         value moved more than ``tol`` over ``window`` rounds); the first one
         reached stops. Initialisation (every arm pulled once) always completes.
     stopping:
-        A :mod:`tdshap.stopping` criterion that replaces the three above.
+        A :mod:`tdshap.methods.stopping` criterion that replaces the three above.
     on_error, seed_mode:
-        See :class:`tdshap.utility.Utility`.
+        See :class:`tdshap.utility.base.Utility`.
     random_state:
         Seed (int) or ``numpy.random.Generator``; same seed, same result.
     progress:
@@ -65,7 +65,7 @@ class TDShap(CheckpointedValuation):
         is printed unless asked for.
     fast_path:
         Use an exact incremental utility when the estimator allows one (Ridge,
-        LinearRegression, k-NN; see :mod:`tdshap.fast_paths`): same values,
+        LinearRegression, k-NN; see :mod:`tdshap.utility.fast`): same values,
         far fewer fits. ``result_.extra["fast_path"]`` says which was used.
     n_blocks:
         M, the blocks evaluated per round: the ``M * k`` arms with the smallest
@@ -74,13 +74,13 @@ class TDShap(CheckpointedValuation):
         counts rounds, so a round pulls ``M * k`` arms.
     n_jobs, backend:
         Workers that evaluate the chains of a round (and the initial blocks) in
-        parallel; see :func:`tdshap.parallel.make_executor`. ``backend`` is a
+        parallel; see :func:`tdshap.utility.parallel.make_executor`. ``backend`` is a
         joblib backend (``"loky"``, the default), ``"dask"``, or a
         ``dask.distributed.Client``. For a given seed and ``n_blocks`` the
         values are identical whatever ``n_jobs`` and ``backend``.
     checkpoint, checkpoint_every:
         Save the run's full state to the file ``checkpoint`` (atomically; JSON
-        plus npz, see :mod:`tdshap.checkpoint`) every ``checkpoint_every``
+        plus npz, see :mod:`tdshap.methods.checkpoint.files`) every ``checkpoint_every``
         seconds between rounds (``0``: after every round) and at the end. On
         an exception or Ctrl-C the state before the interrupted round is saved
         too; a killed process loses at most ``checkpoint_every`` seconds.
@@ -188,7 +188,9 @@ class TDShap(CheckpointedValuation):
         elif isinstance(self.stopping, StoppingCriterion):
             self._stop = self.stopping
         else:
-            raise ValueError("stopping must be a tdshap.stopping.StoppingCriterion or None.")
+            raise ValueError(
+                "stopping must be a tdshap.methods.stopping.StoppingCriterion or None."
+            )
 
     # -- the algorithm ---------------------------------------------------
     def _pull(self, utility: Utility, run: TDShapRun, blocks: list[np.ndarray]) -> None:

@@ -1,4 +1,4 @@
-"""The state of one TDShap run between two rounds (see :mod:`tdshap.methods.run_state`).
+"""The state of one TDShap run between two rounds (see :mod:`tdshap.methods.checkpoint.run_state`).
 
 Besides what every resumable run holds, TDShap's run keeps its initial
 blocks and how many are done, and whether the ``"auto"`` thresholds are set.
@@ -11,8 +11,8 @@ from typing import Any, Self
 
 import numpy as np
 
-from tdshap.bandit import APTState
-from tdshap.methods.run_state import ResumableRun
+from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.checkpoint.run_state import ResumableRun
 
 
 @dataclass

@@ -7,7 +7,7 @@ permutation, and its value is the running mean of its marginals (with a
 running variance, so the result has standard errors and confidence
 intervals).
 
-One permutation is one :class:`~tdshap.utility.Chain` with an empty prefix
+One permutation is one :class:`~tdshap.utility.base.Chain` with an empty prefix
 and the whole permutation as its block, evaluated through
 ``Utility.evaluate_chains``; permutations are sent ``batch_size`` at a time
 so that a parallel backend of ``evaluate_chains`` runs a batch at once.
@@ -16,7 +16,7 @@ V(∅)
 ----
 The first marginal of a permutation needs ``V(∅)``, the score of a model
 trained on nothing. It is the utility's fallback score
-(:mod:`tdshap.utility`): the score of predicting a constant learned from the
+(:mod:`tdshap.utility.base`): the score of predicting a constant learned from the
 whole training set (its mean target for regression, its most frequent label
 for classification). The original code scores the empty set the same way
 for classification (a random-guess baseline); using the mean is the
@@ -37,16 +37,16 @@ Stopping
 The first of: the original convergence rule (``tol``, ``window``: the mean
 over rows of the relative change of the running values, largest over the
 last ``window = 100`` permutations, below ``tol = 0.05``; see
-:class:`tdshap.stopping.MeanRelativeChange`), ``max_permutations``, or
+:class:`tdshap.methods.stopping.MeanRelativeChange`), ``max_permutations``, or
 ``time_budget`` seconds (checked after each batch). ``stopping`` replaces all
-three with any :mod:`tdshap.stopping` criterion, whose ``rounds`` then count
+three with any :mod:`tdshap.methods.stopping` criterion, whose ``rounds`` then count
 permutations.
 
 Checkpoints
 -----------
 TMC runs are the longest in the library (hours to converge on a model that
 fits in a second), so they checkpoint like TDShap
-(:mod:`tdshap.methods.checkpointing`): the running values, the random
+(:mod:`tdshap.methods.checkpoint.mixin`): the running values, the random
 generator, the convergence rule's history and the utility's counters are
 saved between batches, and a resumed run is the uninterrupted run.
 """
@@ -60,18 +60,18 @@ from typing import Any
 import numpy as np
 
 from tdshap._validation import check_number
-from tdshap.bandit import APTState
-from tdshap.methods.checkpointing import CheckpointedValuation
-from tdshap.methods.run_state import ResumableRun
-from tdshap.progress import RunProgress
-from tdshap.stopping import (
+from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.checkpoint.mixin import CheckpointedValuation
+from tdshap.methods.checkpoint.run_state import ResumableRun
+from tdshap.methods.progress import RunProgress
+from tdshap.methods.stopping import (
     MaxIterations,
     MeanRelativeChange,
     RunStatus,
     StoppingCriterion,
     TimeBudget,
 )
-from tdshap.utility import Chain, Truncation, Utility
+from tdshap.utility.base import Chain, Truncation, Utility
 
 #: The original code's truncation rule: more than 5 steps within 1% of V(D).
 ORIGINAL_TRUNCATION = (0.01, 5)
@@ -116,16 +116,16 @@ class TMCShapley(CheckpointedValuation):
     time_budget:
         Stop after this many seconds (``None``: no limit).
     stopping:
-        A :mod:`tdshap.stopping` criterion that replaces the three above.
+        A :mod:`tdshap.methods.stopping` criterion that replaces the three above.
     batch_size:
         Permutations per ``evaluate_chains`` call (what a parallel backend
         runs at once).
     n_jobs, backend:
-        Evaluate each batch on ``n_jobs`` workers (:func:`tdshap.parallel.make_executor`);
+        Evaluate each batch on ``n_jobs`` workers (:func:`tdshap.utility.parallel.make_executor`);
         the values are the same whatever ``n_jobs`` and ``backend``.
     fast_path:
         Use an exact incremental fast path where the model has one
-        (:mod:`tdshap.fast_paths`): same values, fewer fits.
+        (:mod:`tdshap.utility.fast`): same values, fewer fits.
     on_error, seed_mode, random_state, progress:
         See :class:`~tdshap.methods.base.BaseValuation`.
     checkpoint, checkpoint_every, resume:
@@ -191,7 +191,9 @@ class TMCShapley(CheckpointedValuation):
         self._check_checkpoint_params()
         if self.stopping is not None:
             if not isinstance(self.stopping, StoppingCriterion):
-                raise ValueError("stopping must be a tdshap.stopping.StoppingCriterion or None.")
+                raise ValueError(
+                "stopping must be a tdshap.methods.stopping.StoppingCriterion or None."
+            )
             self._stop = self.stopping
             self._convergence = None
             return

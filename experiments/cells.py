@@ -1,0 +1,53 @@
+"""Finished benchmark cells on disk: one JSON file per cell, written atomically.
+
+A long study writes each cell as it finishes, so a crash loses at most the
+running cell and a rerun skips what is done. A store may pin the setting its
+cells were made with (``setting.json``) and refuses cells of another setting
+in the same folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tdshap._io import atomic_write_bytes, jsonable
+
+
+class CellStore:
+    """Cells under ``out/cells/<name>.json``; ``setting`` pins the folder to one setting."""
+
+    def __init__(self, out: str | Path, setting: dict[str, Any] | None = None) -> None:
+        self.out = Path(out)
+        (self.out / "cells").mkdir(parents=True, exist_ok=True)
+        if setting is None:
+            return
+        file = self.out / "setting.json"
+        key = jsonable(setting)
+        if file.exists():
+            if json.loads(file.read_text()) != key:
+                raise ValueError(
+                    f"{self.out} holds cells of another setting ({file}); pass another --out "
+                    "or delete that folder."
+                )
+        else:
+            atomic_write_bytes(file, json.dumps(key, indent=1).encode())
+
+    def path(self, name: str) -> Path:
+        return self.out / "cells" / f"{name}.json"
+
+    def checkpoint(self, name: str) -> Path:
+        """Where an unfinished valuation of this cell keeps its state."""
+        return self.out / "cells" / f"{name}.tdshap"
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        path = self.path(name)
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def put(self, name: str, cell: dict[str, Any]) -> None:
+        atomic_write_bytes(self.path(name), json.dumps(jsonable(cell), indent=1).encode())
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every cell in the folder (from this and earlier runs), by file name."""
+        return [json.loads(p.read_text()) for p in sorted((self.out / "cells").glob("*.json"))]

@@ -1,0 +1,227 @@
+"""The paper's deep-learning benchmarks (Tables 5 and 6) on Fashion-MNIST and Livedoor.
+
+One *cell* is one method on one trial: value the training rows, cleanse
+with the SPEC §4 protocol, record the test accuracy, wall time and fits.
+Cells are written to ``<out>/cells/<method>_trial<t>.json`` as they finish
+and skipped when a rerun finds them, so a long benchmark proceeds in pieces.
+Methods:
+
+``baseline``     the full-train model on all of D (no cleansing);
+``loo``          leave-one-out with k = |D| (:class:`~tdshap.methods.loo.LeaveOneOut`);
+``tdshap``       TDShap with warm start (enhancement iii);
+``tmc_short``    Data Shapley (TMC) stopped at TDShap's wall time of the same trial;
+``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
+``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
+
+Every valuation uses the same learner for V (warm start except in the two
+ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
+about TDShap's time, as in the paper's Table 6); cleansing always trains the
+full-train model. TDShap, TMC (short) and the ablation cells also checkpoint
+their run every minute (``<method>_trial<t>.tdshap``) and continue it when
+rerun, so a cell longer than a machine's command limit is computed in pieces;
+the other cells are recomputed whole when interrupted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from experiments.cells import CellStore
+from tdshap.app.splits import Split
+from tdshap.cleansing import cleanse
+from tdshap.result import ValuationResult
+
+METHODS = ("baseline", "loo", "tdshap", "tmc_short", "few_epoch", "full_train")  # run order
+VALUATIONS = {"loo", "tmc_short", "tdshap", "few_epoch", "full_train"}
+
+
+@dataclass
+class BenchSetting:
+    """Everything that decides a cell's numbers (stored beside the cells)."""
+
+    dataset: str
+    sizes: tuple[int, int, int]
+    epochs: int
+    pretrain_epochs: int
+    clean_epochs: int
+    batch_size: int
+    n_iter: int
+    k: int
+    n_min: int
+    n_blocks: int = 1
+    tau: float = -0.01
+    eps: float = 0.01
+    clean_step: int | None = None
+    clean_max_fraction: float = 0.5
+    max_models: int = 64
+    device: str = "auto"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> dict[str, Any]:
+        """The setting as JSON (device and batching excluded: they do not change results)."""
+        out = asdict(self)
+        out["sizes"] = list(self.sizes)
+        for name in ("device", "max_models"):
+            out.pop(name)
+        return out
+
+
+@dataclass
+class DeepTask:
+    """How to get a trial's data and learners for one dataset."""
+
+    setting: BenchSetting
+    load: Callable[[int], Split]  # trial seed -> split with numeric X
+    learner: Callable[[bool, int, int], Any]  # (warm_start, epochs, seed) -> estimator
+
+
+def _cell(method: str, trial: int) -> str:
+    return f"{method}_trial{trial}"
+
+
+def _resumable(checkpoint: Path | None) -> dict[str, Any]:
+    """Parameters that checkpoint a run every minute and continue it when rerun."""
+    if checkpoint is None:
+        return {}
+    return {"checkpoint": checkpoint, "resume": True, "checkpoint_every": 60.0}
+
+
+def _tmc(estimator: Any, seconds: float, seed: int, checkpoint: Path | None = None) -> Any:
+    """Data Shapley (short): TMC stopped at TDShap's wall time (or its own convergence)."""
+    from tdshap.methods.tmc import TMCShapley
+
+    return TMCShapley(estimator, "accuracy", time_budget=seconds, random_state=seed,
+                      **_resumable(checkpoint))
+
+
+def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
+           checkpoint: Path | None = None) -> Any:
+    """The valuation estimator of ``method`` for one trial.
+
+    TDShap, TMC (short) and the two ablations save their state to
+    ``checkpoint`` every minute and resume from it, so one cell can be
+    computed in pieces.
+    """
+    from tdshap.methods import TDShap
+    from tdshap.methods.loo import LeaveOneOut
+
+    s = task.setting
+    if method == "loo":
+        # all N + 1 subsets in one call, so a batched utility trains them as stacks
+        return LeaveOneOut(task.learner(True, s.epochs, seed), "accuracy", k=None,
+                           batch_size=1_000_000, random_state=seed)
+    if method == "tmc_short":
+        assert tdshap_seconds is not None
+        return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed, checkpoint)
+    warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
+                    "full_train": (False, s.pretrain_epochs)}[method]
+    return TDShap(task.learner(warm, epochs, seed), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
+                  n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
+                  **_resumable(checkpoint))
+
+
+def _elapsed_before(checkpoint: Path | None) -> float:
+    """Seconds a checkpointed run had already spent in earlier pieces."""
+    if checkpoint is None or not Path(checkpoint).exists():
+        return 0.0
+    from tdshap.methods.checkpoint.files import checkpoint_info
+
+    return float(checkpoint_info(checkpoint).get("elapsed") or 0.0)
+
+
+def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
+             tdshap_seconds: float | None = None,
+             checkpoint: Path | None = None) -> dict[str, Any]:
+    """Value (unless baseline), cleanse and score one method on one trial.
+
+    ``seconds`` is the valuation's wall time, pretraining on all of D
+    included, summed over the pieces of a checkpointed run.
+    """
+    s = task.setting
+    clean = task.learner(False, s.clean_epochs, seed)
+    cell: dict[str, Any] = {"method": method, "trial": trial, "seed": seed}
+    start = time.perf_counter()
+    if method == "baseline":
+        model = clean.fit(split.X_train, split.y_train)
+        cell.update(test_acc=float(model.score(split.X_test, split.y_test)),
+                    val_acc=float(model.score(split.X_val, split.y_val)),
+                    seconds=time.perf_counter() - start, fits=1, n_remove=0)
+        return cell
+    checkpoint = checkpoint if method != "loo" else None
+    before = _elapsed_before(checkpoint)
+    est = valuer(task, method, seed, tdshap_seconds, checkpoint)
+    est.fit(split.X_train, split.y_train, split.X_val, split.y_val)
+    seconds = before + time.perf_counter() - start  # pretraining on all of D included
+    result: ValuationResult = est.result_
+    cleaned = cleanse(result, clean, *split.train, *split.val, *split.test, metric="accuracy",
+                      step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed)
+    cell.update(test_acc=cleaned.cleaned_test, val_acc=cleaned.cleaned_val,
+                baseline_test=cleaned.baseline_test, n_remove=cleaned.n_remove,
+                seconds=seconds, fits=int(result.n_fits),
+                n_harmful=int(np.sum(result.is_harmful)),
+                rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - start
+                - seconds)
+    return cell
+
+
+def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[str, ...],
+              echo: Callable[[str], None] = print) -> pd.DataFrame:
+    """Every missing cell of ``methods`` × ``trials``; returns all cells of ``out``."""
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}: choose from {METHODS}.")
+    store = CellStore(out, task.setting.key())
+    order = [m for m in METHODS if m in methods]
+    for t in range(trials):
+        trial_seed = seed + t
+        split = None
+        for method in order:
+            if store.get(_cell(method, t)) is not None:
+                continue
+            tdshap_cell = store.get(_cell("tdshap", t))
+            if method == "tmc_short" and tdshap_cell is None:
+                echo(f"trial {t}: tmc_short needs the tdshap cell first (add tdshap).")
+                continue
+            split = split or task.load(trial_seed)
+            cell = run_cell(task, method, t, trial_seed, split,
+                            tdshap_cell["seconds"] if tdshap_cell else None,
+                            store.checkpoint(_cell(method, t)))
+            store.put(_cell(method, t), cell)
+            echo(f"trial {t} {method}: test acc {cell['test_acc']:.3f}, "
+                 f"{cell['seconds']:.1f} s, {cell['fits']} fits")
+    return pd.DataFrame(store.all())
+
+
+def _mean_std(x: pd.Series) -> str:
+    a = np.asarray(x, dtype=float)
+    return f"{a.mean():.3f} ± {a.std(ddof=0):.3f} (n={len(a)})" if len(a) else "n/a"
+
+
+TABLE5 = ("Table 5 shape: test accuracy, mean ± std over trials (wall time, fits per trial)",
+          {"baseline": "baseline", "loo": "LOO", "tmc_short": "Data Shapley (short)",
+           "tdshap": "TDShap"})
+TABLE6 = ("Table 6 shape: warm start ablation",
+          {"tdshap": "TDShap (warm start)", "few_epoch": "Few-epoch", "full_train": "Full-train"})
+
+
+def _table(cells: pd.DataFrame, dataset: str, title: str, columns: dict[str, str]) -> list[str]:
+    acc, cost = [], []
+    for method in columns:
+        c = cells[cells["method"] == method] if len(cells) else cells
+        acc.append(_mean_std(c["test_acc"]) if len(c) else "n/a")
+        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits" if len(c) else "")
+    return [title, "", "| dataset | " + " | ".join(columns.values()) + " |",
+            "|---" * (len(columns) + 1) + "|", f"| {dataset} | " + " | ".join(acc) + " |",
+            "| time | " + " | ".join(cost) + " |"]
+
+
+def tables(cells: pd.DataFrame, dataset: str) -> str:
+    """Markdown tables shaped like the paper's Tables 5 and 6."""
+    return "\n".join([*_table(cells, dataset, *TABLE5), "", *_table(cells, dataset, *TABLE6)])

@@ -1,0 +1,146 @@
+"""The paper's deep benchmarks: ``python -m experiments bench fmnist`` and ``... livedoor``.
+
+Defaults are the paper's settings (SPEC §5); every size can be shrunk so a
+CPU smoke run finishes in minutes, e.g.::
+
+    python -m experiments bench fmnist --sizes 150 150 150 --epochs 1 --pretrain-epochs 3 \\
+        --n-iter 1 --k 10 --n-min 30 --clean-step 15 --out tdshap-out/fmnist-smoke
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from experiments.deep_bench import METHODS, BenchSetting, DeepTask, run_bench, tables
+
+
+def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options both commands share, with each dataset's paper defaults."""
+    options = [
+        click.option("--trials", type=click.IntRange(min=1), default=10, show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of trial 0 (trial t uses seed + t)."),
+        click.option("--methods", default=",".join(METHODS), show_default=True,
+                     help="Comma-separated subset of the methods."),
+        click.option("--sizes", nargs=3, type=click.IntRange(min=1),
+                     default=defaults["sizes"], show_default=True, help="train val test"),
+        click.option("--epochs", type=click.IntRange(min=1), default=defaults["epochs"],
+                     show_default=True, help="Epochs of every subset fit."),
+        click.option("--pretrain-epochs", type=click.IntRange(min=1),
+                     default=defaults["pretrain_epochs"], show_default=True,
+                     help="Epochs on all of D (warm start) and of full-train fits."),
+        click.option("--clean-epochs", type=click.IntRange(min=1), default=None,
+                     help="Epochs of the cleansing models [default: --pretrain-epochs]."),
+        click.option("--batch-size", type=click.IntRange(min=1),
+                     default=defaults["batch_size"], show_default=True),
+        click.option("--n-iter", type=click.IntRange(min=0), default=defaults["n_iter"],
+                     show_default=True, help="TDShap rounds after initialisation."),
+        click.option("--k", type=click.IntRange(min=1), default=50, show_default=True),
+        click.option("--n-min", type=click.IntRange(min=0), default=100, show_default=True),
+        click.option("--n-blocks", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="TDShap blocks per round (M): M (K + 1) models per stack on a GPU."),
+        click.option("--clean-step", type=click.IntRange(min=1), default=None,
+                     help="Removal grid step [default: 1% of the training set]."),
+        click.option("--max-models", type=click.IntRange(min=1), default=64,
+                     show_default=True, help="Subset models trained together in one stack."),
+        click.option("--device", default="auto", show_default=True),
+        click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="torch CPU threads (default: torch's choice)."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     default=Path(f"tdshap-out/bench-{defaults['name']}"), show_default=True),
+    ]
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return wrap
+
+
+def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
+    return BenchSetting(
+        dataset=name, sizes=tuple(kw["sizes"]), epochs=kw["epochs"],
+        pretrain_epochs=kw["pretrain_epochs"],
+        clean_epochs=kw["clean_epochs"] or kw["pretrain_epochs"], batch_size=kw["batch_size"],
+        n_iter=kw["n_iter"], k=kw["k"], n_min=kw["n_min"], n_blocks=kw["n_blocks"],
+        clean_step=kw["clean_step"],
+        max_models=kw["max_models"], device=kw["device"], extra=extra,
+    )
+
+
+def _run(task: DeepTask, kw: dict[str, Any]) -> None:
+    import torch
+
+    if kw["threads"]:
+        torch.set_num_threads(kw["threads"])
+    methods = tuple(m.strip() for m in kw["methods"].split(",") if m.strip())
+    s = task.setting
+    click.echo(f"{s.dataset}: sizes {s.sizes}, {s.epochs} epochs per fit, {s.pretrain_epochs} "
+               f"on all of D, n_iter {s.n_iter}, K {s.k}, N_min {s.n_min}; out {kw['out']}")
+    try:
+        cells = run_bench(task, kw["out"], kw["trials"], kw["seed"], methods, click.echo)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+    text = tables(cells, s.dataset)
+    (kw["out"] / "summary.md").write_text(text + "\n")
+    cells.to_csv(kw["out"] / "cells.csv", index=False)
+    click.echo("\n" + text)
+
+
+def _fmnist_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> Any:
+    from tdshap.torch.estimators import TorchClassifier
+    from tdshap.torch.modules import fashion_cnn
+
+    return TorchClassifier(module=fashion_cnn, epochs=epochs, pretrain_epochs=s.pretrain_epochs,
+                           warm_start=warm, batch_size=s.batch_size, max_models=s.max_models,
+                           device=s.device, random_state=seed)
+
+
+@click.command("fmnist")
+@_common({"name": "fmnist", "sizes": (1000, 1000, 1000), "epochs": 20, "pretrain_epochs": 200,
+          "batch_size": 64, "n_iter": 500})
+def bench_fmnist(**kw: Any) -> None:
+    """Fashion-MNIST with the paper's CNN: Tables 5 and 6 (needs TDSHAP_DATA_DIR)."""
+    from experiments.deep_data import fashion_mnist
+
+    s = _setting("fashion_mnist", kw)
+    _run(DeepTask(s, lambda seed: fashion_mnist(seed, s.sizes),
+                  functools.partial(_fmnist_learner, s)), kw)
+
+
+def _livedoor_split(s: BenchSetting, seed: int) -> Any:
+    from experiments.deep_data import livedoor
+    from tdshap.app.splits import Split
+    from tdshap.torch.text import tokenize
+
+    d = livedoor(seed, s.sizes)
+    n = s.extra["max_length"]
+    return Split(tokenize(d.X_train, n), d.y_train, tokenize(d.X_val, n), d.y_val,
+                 tokenize(d.X_test, n), d.y_test, name="livedoor")
+
+
+def _livedoor_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> Any:
+    from tdshap.torch.text import text_classifier
+
+    return text_classifier(epochs=epochs, pretrain_epochs=s.pretrain_epochs, warm_start=warm,
+                           batch_size=s.batch_size, warmup_steps=s.extra["warmup_steps"],
+                           device=s.device, random_state=seed)
+
+
+@click.command("livedoor")
+@_common({"name": "livedoor", "sizes": (250, 250, 500), "epochs": 5, "pretrain_epochs": 15,
+          "batch_size": 8, "n_iter": 50})
+@click.option("--max-length", type=click.IntRange(min=8), default=128, show_default=True,
+              help="Tokens kept per article.")
+@click.option("--warmup-steps", type=click.IntRange(min=0), default=500, show_default=True)
+def bench_livedoor(**kw: Any) -> None:
+    """Livedoor with offline MiniLM in place of Japanese BERT (needs the text extra)."""
+    s = _setting("livedoor", kw, max_length=kw["max_length"], warmup_steps=kw["warmup_steps"])
+    _run(DeepTask(s, functools.partial(_livedoor_split, s),
+                  functools.partial(_livedoor_learner, s)), kw)

@@ -1,0 +1,241 @@
+"""What a run says about itself: the terminal summary, ``report.md`` and ``values.png``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tdshap.app.run import HarmfulRun
+
+GUARANTEE_NOTE = (
+    "Theorem 2: with at least the pulls needed, the harmful set is right for every row "
+    "further than eps from tau, with the failure probability shown. The metric bound on "
+    "the width is safe but loose; the observed width is a lower bound, so a guarantee "
+    "from it is optimistic."
+)
+
+
+def _fmt(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool | np.bool_):
+        return "yes" if x else "no"
+    if isinstance(x, int | np.integer):
+        return f"{int(x):,}" if abs(x) < 10**7 else f"{float(x):.3g}"
+    if isinstance(x, float | np.floating):
+        if not np.isfinite(x):
+            return "n/a"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def headline(run: HarmfulRun) -> str:
+    r = run.result
+    return (f"{int(r.is_harmful.sum())} of {len(r)} training rows look harmful "
+            f"(value <= tau = {_fmt(r.threshold)}, eps = {_fmt(run.settings['eps'].value)})")
+
+
+def certainty_line(run: HarmfulRun) -> str:
+    """How sure the harmful flags are: intervals wholly below tau, single-pull flags."""
+    r = run.result
+    flagged = r.is_harmful
+    sure = int(np.sum(flagged & (r.ci_high < r.threshold)))
+    single = int(np.sum(flagged & (r.counts < 2)))
+    return (f"of the flagged rows, {sure} have their whole 95% interval below tau and "
+            f"{single} rest on a single pull (no interval)")
+
+
+def overfit_warning(run: HarmfulRun) -> str | None:
+    """Said when the cut helped the validation rows but not the test rows."""
+    c = run.cleansing
+    if c is None or c.baseline_test is None or c.n_remove == 0:
+        return None
+    if c.cleaned_test is not None and c.cleaned_test <= c.baseline_test:
+        return (f"warning: removing {c.n_remove} rows improved the validation score but not "
+                "the test score: the cut fits the validation rows; check curve.png before "
+                "dropping them")
+    return None
+
+
+def score_rows(run: HarmfulRun) -> list[tuple[str, str, str]]:
+    """``(set, before, after)`` rows of the before/after table."""
+    c = run.cleansing
+    if c is None:
+        return []
+    rows = [(f"validation {c.metric}", _fmt(c.baseline_val), _fmt(c.cleaned_val))]
+    if c.baseline_test is not None:
+        rows.append((f"test {c.metric}", _fmt(c.baseline_test), _fmt(c.cleaned_test)))
+    return rows
+
+
+def _stopped_by(r: Any) -> str:
+    fired = r.extra.get("stopped_by")
+    return ", ".join(map(str, fired)) if isinstance(fired, list) else str(fired)
+
+
+def cost_line(run: HarmfulRun) -> str:
+    r = run.result
+    grid = 0 if run.cleansing is None else len(run.cleansing.grid)
+    fast = r.extra.get("fast_path")
+    how = (f"{r.n_evaluations:,} evaluations by the exact {fast} fast path, {r.n_fits:,} refits"
+           if fast else f"{r.n_fits:,} fits")
+    return (f"valuation {how} in {r.wall_seconds:.1f} s "
+            f"({r.fit_seconds:.1f} s inside fit/score), "
+            f"{r.extra.get('rounds', 0)} rounds after initialisation, stopped by "
+            f"{_stopped_by(r)}; cleansing {grid} fits; total {run.seconds:.1f} s")
+
+
+def guarantee_rows(run: HarmfulRun) -> list[tuple[str, str, str, str, str]]:
+    """``(width from, width, pulls needed, met, failure bound)``."""
+    g = run.result.guarantee or {}
+    out = []
+    for key, label in (("from_metric_bound", "metric bound"),
+                       ("from_observed_width", "observed width")):
+        part = g.get(key) or {}
+        out.append((label, _fmt(part.get("width")), _fmt(part.get("pulls_needed")),
+                    _fmt(part.get("met")), _fmt(part.get("failure_bound"))))
+    return out
+
+
+def worst_rows(run: HarmfulRun, n: int) -> pd.DataFrame:
+    frame = run.frame()
+    cols = [c for c in ("value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed")
+            if c in frame]
+    order = np.lexsort((np.arange(len(frame)), frame["value"].to_numpy()))
+    return frame.iloc[order[:n]][cols]
+
+
+def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
+    """The summary printed by ``HarmfulRows.report()`` and the CLI."""
+    d, s = run.data, run.settings
+    task_how = "given" if d.task_given else f"inferred: {d.task_reason}"
+    lines = [
+        f"TDShap: {headline(run)}",
+        certainty_line(run),
+        f"task {d.task} ({task_how}); model {run.model_name}; metric {run.metric}",
+        f"data: {len(d.y_train)} training rows valued; {d.split_note}",
+        f"settings: k={s['k'].value}, n_min={s['n_min'].value}, max_iter={s['max_iter'].value}"
+        f", time_budget={s['time_budget'].value}, seed={s['seed'].value}",
+    ]
+    if run.cleansing is not None:
+        lines.append(f"cleansing removes the {run.cleansing.n_remove} lowest-valued rows "
+                     "(best validation score):")
+        width = max(len(r[0]) for r in score_rows(run))
+        lines.append(f"  {'':{width}}  {'before':>9}  {'after':>9}")
+        lines += [f"  {a:{width}}  {b:>9}  {c:>9}" for a, b, c in score_rows(run)]
+        if overfit_warning(run):
+            lines.append(str(overfit_warning(run)))
+    lines.append(cost_line(run))
+    pulls = (run.result.guarantee or {}).get("pulls", 0)
+    lines.append(f"guarantee (Theorem 2), {pulls:,} pulls made:")
+    for label, width, need, met, fail in guarantee_rows(run):
+        lines.append(f"  width from {label}: w={width}, pulls needed {need}, met: {met}"
+                     + (f", P(fail) <= {fail}" if met == "yes" else ""))
+    lines.append(f"worst {n_worst} rows:")
+    lines.append(worst_rows(run, n_worst).to_string(float_format=lambda v: f"{v:.4g}"))
+    return "\n".join(lines)
+
+
+def _md_table(header: list[str], rows: list[list[str]] | list[tuple[str, ...]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def _source(name: str, setting: Any) -> str:
+    if setting.given:
+        return "given"
+    return "inferred" if name == "task" else "default"
+
+
+def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) -> str:
+    """``report.md``: settings and why, scores, worst rows, fits and time, guarantee."""
+    d, r = run.data, run.result
+    settings = [[name, f"`{_fmt(s.value, 6)}`", _source(name, s), s.why]
+                for name, s in run.settings.items()]
+    parts = [
+        "# tdshap report",
+        f"**{headline(run)}.** {certainty_line(run).capitalize()}.",
+        "## Inputs\n" + "\n".join(f"- {k}: `{v}`" for k, v in inputs.items()),
+        "## Data\n" + "\n".join([
+            f"- task: **{d.task}** ({'given' if d.task_given else 'inferred: ' + d.task_reason})",
+            f"- {len(d.y_train)} training rows valued; {d.split_note}",
+            f"- {len(d.encoder.feature_names_)} encoded features; {d.encoder.describe()}",
+        ] + ([f"- imputed: {d.encoder.imputed_}"] if d.encoder.imputed_ else [])),
+        "## Settings\n" + _md_table(["setting", "value", "source", "why"], settings),
+    ]
+    if run.cleansing is not None:
+        c = run.cleansing
+        parts.append(
+            "## Before and after cleansing\n"
+            f"Training rows ranked by value, lowest first; the model was refitted without the "
+            f"lowest 0, {c.grid[1] if len(c.grid) > 1 else 0}, ... {c.grid[-1]} rows; the "
+            f"validation score chose **{c.n_remove} rows removed** (the `removed` column; "
+            "`cleaned.csv` drops them)."
+            + ("" if c.baseline_test is not None else
+               " No test rows: the after-cleaning validation score is optimistic.")
+            + "\n\n" + _md_table(["score", "before", "after"], score_rows(run))
+            + (f"\n\n**{overfit_warning(run)}.**" if overfit_warning(run) else "")
+        )
+    worst = worst_rows(run, n_worst)
+    parts.append(
+        f"## The {len(worst)} lowest-valued rows\n"
+        + _md_table([str(worst.index.name or "row"), *worst.columns],
+                    [[str(i), *(_fmt(v) for v in row)]
+                     for i, row in zip(worst.index, worst.itertuples(index=False),
+                                       strict=True)])
+    )
+    parts.append(
+        "## Fits and time\n" + cost_line(run) + ".\n\nPulls per row: "
+        + ", ".join(f"{k} {_fmt(v, 3)}" for k, v in (r.extra.get("pulls_spread") or {}).items())
+    )
+    pulls = (r.guarantee or {}).get("pulls", 0)
+    parts.append(
+        f"## Guarantee\n{pulls:,} pulls made, N = {len(r)}, eps = {_fmt(run.settings['eps'].value)}"
+        ".\n\n" + _md_table(["width from", "w", "pulls needed", "met", "P(fail) <="],
+                            guarantee_rows(run))
+        + "\n\n" + GUARANTEE_NOTE
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
+    """Sorted values with their 95% intervals, tau and the band tau +- eps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = run.result
+    order = np.argsort(r.values, kind="stable")
+    x = np.arange(len(order))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    low, high = r.ci_low[order], r.ci_high[order]
+    ax.fill_between(x, np.where(np.isfinite(low), low, r.values[order]),
+                    np.where(np.isfinite(high), high, r.values[order]),
+                    color="tab:blue", alpha=0.25, linewidth=0, label="95% interval")
+    harmful = r.is_harmful[order]
+    ax.plot(x[~harmful], r.values[order][~harmful], ".", ms=3, color="tab:blue", label="value")
+    ax.plot(x[harmful], r.values[order][harmful], ".", ms=3, color="tab:red", label="harmful")
+    tau, eps = float(r.threshold or 0.0), float(run.settings["eps"].value)
+    ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
+    ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2, label=f"tau ± eps ({eps:.3g})")
+    # a few extreme rows would squash the band around tau: show the middle 98%
+    lo, hi = np.percentile(r.values, [1, 99])
+    lo, hi = min(lo, tau - eps), max(hi, tau + eps)
+    pad = 0.1 * (hi - lo) if hi > lo else 1e-9
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlabel("training rows, sorted by value (y axis: 1st-99th percentile)")
+    ax.set_ylabel(f"value ({run.metric} units)")
+    ax.set_title(headline(run), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,84 @@
+"""What one ``find_harmful`` run holds: its data, settings with their source, results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tdshap.app.tabular import TableEncoder
+from tdshap.cleansing import CleansingResult
+from tdshap.result import ValuationResult
+
+DEFAULT_MAX_ITER = 50
+
+
+@dataclass
+class Setting:
+    """One setting of a run: the value used, whether it was given, and why."""
+
+    value: Any
+    given: bool
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class TDShapOptions:
+    """The :class:`~tdshap.TDShap` settings the façade and the CLI expose, with their defaults."""
+
+    tau: float | str = "auto"
+    eps: float | str = "auto"
+    k: int | str = "auto"
+    n_min: int | str = "auto"
+    max_iter: int | None = DEFAULT_MAX_ITER
+    time_budget: float | None = None
+
+
+@dataclass
+class PreparedData:
+    """Encoded training/validation/test arrays and where the training rows came from."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    X_test: np.ndarray | None
+    y_test: np.ndarray | None
+    train_rows: np.ndarray  # positions of the training rows in the input table
+    train_index: pd.Index  # their labels (the user's index, or ids)
+    task: str
+    task_reason: str
+    task_given: bool
+    encoder: TableEncoder
+    split_note: str
+
+
+@dataclass
+class HarmfulRun:
+    """Everything one run produced; :mod:`tdshap.app.report` turns it into text."""
+
+    data: PreparedData
+    model_name: str
+    estimator: Any
+    metric: str
+    settings: dict[str, Setting]
+    result: ValuationResult
+    cleansing: CleansingResult | None
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per training row: value, interval, pulls, harmful, removed."""
+        r = self.result
+        out = pd.DataFrame(
+            {"value": r.values, "ci_low": r.ci_low, "ci_high": r.ci_high,
+             "stderr": r.stderr, "n_pulls": r.counts, "is_harmful": r.is_harmful},
+            index=self.data.train_index,
+        )
+        if self.cleansing is not None:
+            removed = np.zeros(len(out), dtype=bool)
+            removed[self.cleansing.removed] = True
+            out["removed"] = removed
+        return out

@@ -1,0 +1,353 @@
+"""Tables in, numbers out: reading the user's file, the task, the feature encoding.
+
+Reading
+    ``.parquet``/``.pq`` files need the optional ``parquet`` extra (pyarrow);
+    ``.tsv`` is tab-separated; anything else is read as comma-separated text.
+
+Task (when not given)
+    A target that is not numeric (text, booleans, categories) is
+    classification. A numeric target whose values are all whole numbers and
+    that has at most ``MAX_CLASSES`` distinct values is classification too
+    (class labels 0/1/2...); everything else is regression.
+
+Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
+    * numeric and boolean columns are standardised with the training rows'
+      mean and standard deviation, once, before valuation: distance- and
+      penalty-based models need it, trees are unaffected, and the model stays
+      a bare estimator (so :mod:`tdshap.utility.fast` apply to Ridge and k-NN);
+    * text/categorical columns are one-hot encoded. A column with at most
+      ``MAX_LEVELS`` levels gets one 0/1 column per level; a column with more
+      keeps one column for each of its ``MAX_LEVELS - 1`` most frequent levels
+      and one ``infrequent`` column shared by all the other levels. A level
+      never seen in the training rows is all zeros (or ``infrequent`` when that
+      column exists);
+    * date/time and other column types are refused.
+
+Missing values
+    Refused, naming the column, unless ``impute=True`` (``--impute``): then
+    numeric columns take the median of the training rows and text columns
+    their most frequent level. Rows whose target is missing are always refused.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.impute import SimpleImputer
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import OneHotEncoder
+
+MAX_LEVELS = 20
+MAX_CLASSES = 20
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+# -- reading ------------------------------------------------------------------
+def is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in PARQUET_SUFFIXES
+
+
+def _require_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "reading Parquet needs pyarrow: pip install 'tdshap[parquet]' (or save as CSV)."
+        ) from None
+
+
+def _header_names(path: Path) -> list[str]:
+    """The column names exactly as the file has them (pandas renames duplicates)."""
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    with open(path, newline="", encoding="utf-8") as fh:
+        first = next(csv.reader(fh, delimiter=_separator(path)), [])
+    return [name.strip() for name in first]
+
+
+def _separator(path: Path) -> str:
+    return "\t" if path.suffix.lower() == ".tsv" else ","
+
+
+def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
+    """Read a CSV/TSV/Parquet file; a ``ValueError`` with one line for every failure."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{what} {path} does not exist.")
+    if not path.is_file():
+        raise ValueError(f"{what} {path} is not a file.")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{what} {path} is empty.")
+    if is_parquet(path):
+        _require_pyarrow()
+    try:
+        names = _header_names(path)
+        if is_parquet(path):
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
+        kind = "Parquet" if is_parquet(path) else "CSV"
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"cannot read {what} {path} as {kind}: {detail}.") from None
+    except Exception as err:  # pyarrow raises its own types for corrupt files
+        raise ValueError(f"cannot read {what} {path}: {type(err).__name__}: {err}.") from None
+    dupes = sorted(name for name, count in Counter(names).items() if count > 1)
+    if dupes:
+        raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
+                         "rename them so each column has its own name.")
+    if frame.shape[1] == 0 or len(frame) == 0:
+        raise ValueError(f"{what} {path} has no data rows.")
+    return frame
+
+
+def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: Path) -> None:
+    """Write the rows ``keep`` (positions) of the table read from ``source`` to ``dest``.
+
+    Same columns, order and format as the input. For text files the kept
+    lines are copied byte for byte (numbers keep their formatting) when each
+    row is one line; otherwise pandas writes them.
+    """
+    keep = np.sort(np.asarray(keep, dtype=np.int64))
+    if is_parquet(source):
+        frame.iloc[keep].to_parquet(dest, index=False)
+        return
+    with open(source, encoding="utf-8", newline="") as fh:
+        lines = fh.read().splitlines(keepends=True)
+    header, body = lines[0], [line for line in lines[1:] if line.strip()]
+    if len(body) == len(frame):
+        text = header + "".join(body[i] for i in keep)
+        if text and not text.endswith(("\n", "\r")):
+            text += "\n"
+        dest.write_text(text, encoding="utf-8", newline="")
+    else:  # quoted line breaks inside fields: lines are not rows
+        frame.iloc[keep].to_csv(dest, sep=_separator(source), index=False)
+
+
+# -- columns, target, task ----------------------------------------------------
+def check_same_columns(train: pd.DataFrame, other: pd.DataFrame, what: str) -> None:
+    missing = [c for c in train.columns if c not in other.columns]
+    extra = [c for c in other.columns if c not in train.columns]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"lacks {', '.join(map(str, missing[:5]))}")
+        if extra:
+            parts.append(f"has extra {', '.join(map(str, extra[:5]))}")
+        raise ValueError(
+            f"the {what} data's columns do not match the training data's: it "
+            f"{' and '.join(parts)}."
+        )
+
+
+def infer_task(y: pd.Series) -> tuple[str, str]:
+    """``(task, reason)`` for a target column (rule in the module docstring)."""
+    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        return "classification", "the target is not numeric"
+    values = y.to_numpy(dtype=float)
+    n_levels = len(np.unique(values))
+    whole = bool(np.all(np.mod(values, 1) == 0))
+    if whole and n_levels <= MAX_CLASSES:
+        return "classification", (
+            f"the target has {n_levels} distinct whole-number values (<= {MAX_CLASSES})"
+        )
+    if whole:
+        return "regression", f"the target has {n_levels} distinct values (> {MAX_CLASSES})"
+    return "regression", "the target has fractional values"
+
+
+def check_target(y: pd.Series, task: str) -> np.ndarray:
+    """The target as an array, or a ``ValueError`` for the cases that cannot work."""
+    name = y.name
+    if y.isna().any():
+        first = int(np.flatnonzero(y.isna().to_numpy())[0])
+        raise ValueError(
+            f"target column {name!r} has {int(y.isna().sum())} missing values (first at data "
+            f"row {first}); drop those rows (--impute never fills the target)."
+        )
+    if task == "regression":
+        if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+            raise ValueError(
+                f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
+                "regression: use --task classification or a numeric target."
+            )
+        return y.to_numpy(dtype=float)
+    if y.nunique() < 2:
+        raise ValueError(
+            f"target column {name!r} has a single class ({y.iloc[0]!r}): classification "
+            "needs at least two."
+        )
+    return y.to_numpy()
+
+
+# -- features -----------------------------------------------------------------
+def _is_text(col: pd.Series) -> bool:
+    return (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)
+            or isinstance(col.dtype, pd.CategoricalDtype))
+
+
+@dataclass
+class TableEncoder:
+    """Turn feature columns into a numeric matrix (rule in the module docstring).
+
+    Attributes (after :meth:`fit`): ``numeric_``, ``categorical_`` (column
+    names), ``feature_names_`` (the encoded columns), ``levels_`` (levels per
+    categorical column, as kept), ``imputed_`` (column -> value filled in).
+    """
+
+    impute: bool = False
+    max_levels: int = MAX_LEVELS
+
+    def fit(self, X: pd.DataFrame) -> TableEncoder:
+        self.columns_ = list(X.columns)
+        self.numeric_: list[str] = []
+        self.categorical_: list[str] = []
+        for c in self.columns_:
+            col = X[c]
+            if pd.api.types.is_bool_dtype(col) or (
+                pd.api.types.is_numeric_dtype(col) and not _is_text(col)
+            ):
+                self.numeric_.append(c)
+            elif _is_text(col):
+                self.categorical_.append(c)
+            else:
+                raise ValueError(
+                    f"column {c!r} has type {col.dtype}, which cannot be used as a feature: "
+                    "convert it to numbers or text, or drop it."
+                )
+        self._check_missing(X)
+        self.imputed_: dict[str, Any] = {}
+        self._num_imputer = self._cat_imputer = None
+        if self.numeric_:
+            num = X[self.numeric_].astype(float)
+            if self.impute:  # fitted even without NaN here: held-out rows may have some
+                self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
+                self._num_imputer.fit(num.to_numpy())
+                self.imputed_.update({c: float(v) for c, v, miss in zip(
+                    self.numeric_, self._num_imputer.statistics_, num.isna().any(), strict=True)
+                    if miss})
+            filled = self._fill_numbers(num.to_numpy())
+            self.mean_ = filled.mean(axis=0)
+            std = filled.std(axis=0)
+            self.scale_ = np.where(std > 0, std, 1.0)  # a constant column stays constant
+        if self.categorical_:
+            cat = X[self.categorical_].astype(object)
+            if self.impute:
+                self._cat_imputer = SimpleImputer(strategy="most_frequent",
+                                                  keep_empty_features=True)
+                self._cat_imputer.fit(cat.where(cat.notna(), np.nan).to_numpy())
+                self.imputed_.update({c: v for c, v, miss in zip(
+                    self.categorical_, self._cat_imputer.statistics_, cat.isna().any(),
+                    strict=True) if miss})
+            self._onehot = OneHotEncoder(
+                max_categories=self.max_levels, handle_unknown="infrequent_if_exist",
+                sparse_output=False, dtype=float,
+            )
+            self._onehot.fit(self._filled_text(cat))
+            self.levels_ = {
+                c: [str(v) for v in cats] for c, cats in
+                zip(self.categorical_, self._onehot.categories_, strict=True)
+            }
+            cat_names = list(self._onehot.get_feature_names_out(self.categorical_))
+        else:
+            self.levels_ = {}
+            cat_names = []
+        self.feature_names_ = list(self.numeric_) + cat_names
+        return self
+
+    def _check_missing(self, X: pd.DataFrame) -> None:
+        if self.impute:
+            return
+        missing = X.isna().sum()
+        bad = missing[missing > 0]
+        if len(bad):
+            col = bad.index[0]
+            more = f" (and {len(bad) - 1} more columns)" if len(bad) > 1 else ""
+            raise ValueError(
+                f"column {col!r} has {int(bad.iloc[0])} missing values{more}: fill them, or "
+                "pass --impute (median for numbers, most frequent level for text; "
+                "impute=True in Python)."
+            )
+
+    def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
+        return num if self._num_imputer is None else self._num_imputer.transform(num)
+
+    def _filled_text(self, cat: pd.DataFrame) -> np.ndarray:
+        # None, NaN, pd.NA: all one "missing" for the imputer
+        arr = cat.where(cat.notna(), np.nan).to_numpy(dtype=object)
+        if self._cat_imputer is not None:
+            arr = self._cat_imputer.transform(arr)
+        return arr.astype(str)
+
+    def transform(self, X: pd.DataFrame) -> np.ndarray:
+        self._check_missing(X)
+        parts = []
+        if self.numeric_:
+            num = self._fill_numbers(X[self.numeric_].astype(float).to_numpy())
+            parts.append((num - self.mean_) / self.scale_)
+        if self.categorical_:
+            cat = X[self.categorical_].astype(object)
+            parts.append(self._onehot.transform(self._filled_text(cat)))
+        return np.hstack(parts) if parts else np.empty((len(X), 0))
+
+    def describe(self) -> str:
+        """One line per categorical column: how it was encoded."""
+        if not self.categorical_:
+            return "all feature columns are numeric: used as they are."
+        lines = []
+        for c in self.categorical_:
+            levels = self.levels_[c]
+            lines.append(f"`{c}`: one-hot, {len(levels)} levels"
+                         + (" (rare levels share the `infrequent` column)"
+                            if self._onehot.infrequent_categories_[
+                                self.categorical_.index(c)] is not None else ""))
+        return "; ".join(lines)
+
+
+# -- holding rows out ---------------------------------------------------------
+def holdout_split(
+    y: np.ndarray, fractions: tuple[float, float], classification: bool, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``(train, val, test, stratified)`` row positions.
+
+    ``fractions = (val, test)`` of all rows; ``test`` may be 0. Stratified by
+    class for classification when every class has enough rows, else random.
+    """
+    val_f, test_f = fractions
+    if not 0 < val_f < 1 or not 0 <= test_f < 1 or val_f + test_f >= 1:
+        raise ValueError(
+            f"--val-fraction {val_f} and --test-fraction {test_f} must be in (0, 1) and [0, 1) "
+            "with a sum below 1."
+        )
+    rows = np.arange(len(y))
+    n_hold = round((val_f + test_f) * len(y))
+    n_val = round(val_f * len(y))
+    if n_val < 1 or len(y) - n_hold < 2 or (test_f > 0 and n_hold - n_val < 1):
+        raise ValueError(
+            f"{len(y)} rows are too few to hold out {val_f:g} for validation"
+            + (f" and {test_f:g} for test" if test_f else "") + ": use more rows or pass --val."
+        )
+    stratify = classification and bool(np.min(np.unique(y, return_counts=True)[1]) >= 3)
+
+    def cut(idx: np.ndarray, size: int, seed_: int) -> tuple[np.ndarray, np.ndarray]:
+        strat = y[idx] if stratify else None
+        try:
+            a, b = train_test_split(idx, test_size=size, random_state=seed_, stratify=strat)
+        except ValueError:  # a class too small for this cut: random instead
+            a, b = train_test_split(idx, test_size=size, random_state=seed_)
+        return np.sort(a), np.sort(b)
+
+    train, held = cut(rows, n_hold, seed)
+    if test_f > 0:
+        val_idx, test_idx = cut(held, n_hold - n_val, seed + 1)
+    else:
+        val_idx, test_idx = held, np.empty(0, dtype=np.int64)
+    return train, val_idx, test_idx, stratify

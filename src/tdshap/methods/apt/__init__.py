@@ -1,0 +1,1 @@
+"""The thresholding bandit behind TDShap: APT state, chain sampling, thresholds, guarantee."""

@@ -1,0 +1,1 @@
+"""Checkpoints: the file format, a run's resumable state and the estimator mixin."""

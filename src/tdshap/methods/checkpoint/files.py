@@ -1,0 +1,174 @@
+"""Checkpoint files: a run's full state, saved atomically, resumed exactly.
+
+A checkpoint is one ``.npz`` file (no pickle: it is read with
+``allow_pickle=False``): numeric arrays as they are, plus one entry holding
+UTF-8 JSON metadata (format, version, algorithm, fingerprints of the data and
+of the settings, counters, RNG state, progress). It is written to a temporary
+file and renamed, so a crash (even ``SIGKILL``) mid-write leaves the previous
+checkpoint intact.
+
+A run may only be resumed with the same data and the same settings: both are
+fingerprinted, and :func:`check_resumable` refuses a mismatch, naming the
+settings that differ. Settings that do not change the computation (workers,
+progress bar, checkpoint path and period) and the budget (``max_iter``,
+``time_budget``) are not part of the fingerprint, so a run can be resumed
+with more workers or extended with a larger budget.
+
+:func:`checkpoint_info` reads what a command-line ``--resume`` needs to show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tdshap._io import atomic_write_bytes, jsonable
+from tdshap.utility.base import Utility
+
+FORMAT = "tdshap.Checkpoint"
+FORMAT_VERSION = 1
+_META = "__meta__"
+
+
+def data_fingerprint(*arrays: np.ndarray) -> str:
+    """A hash of the arrays' shapes, dtypes and bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype.str};".encode())
+        h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    return h.hexdigest()
+
+
+def write_checkpoint(
+    path: str | os.PathLike[str], meta: dict[str, Any], arrays: dict[str, np.ndarray]
+) -> Path:
+    """Write ``meta`` (JSON-able) and ``arrays`` to ``path`` atomically."""
+    path = Path(path)
+    header = {"format": FORMAT, "version": FORMAT_VERSION, **meta}
+    blob = np.frombuffer(json.dumps(jsonable(header)).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **{_META: blob}, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(meta, arrays)`` of a checkpoint; ``ValueError`` if it is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}.")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        meta = json.loads(arrays.pop(_META).tobytes().decode())
+    except Exception as exc:
+        raise ValueError(f"{path} is not a tdshap checkpoint ({exc}).") from None
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a tdshap checkpoint (format {meta.get('format')!r}).")
+    if meta.get("version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{path} is a checkpoint of format version {meta.get('version')}; this tdshap "
+            f"reads version {FORMAT_VERSION}. Resume it with the tdshap that wrote it."
+        )
+    return meta, arrays
+
+
+def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a checkpoint holds, without its arrays: algorithm, rounds, elapsed, settings."""
+    meta, _ = read_checkpoint(path)
+    keys = ("algorithm", "finished", "rounds", "elapsed", "init_done", "n_init_blocks",
+            "settings", "counters", "saved_at")
+    return {k: meta.get(k) for k in keys}
+
+
+def resume_path(resume: Any, checkpoint: Any) -> str | os.PathLike[str] | None:
+    """The file a method's ``resume`` parameter points at, or None for a fresh run.
+
+    ``resume=True`` means the ``checkpoint`` file, if a previous run left one.
+    """
+    if resume is True:
+        if checkpoint is None:
+            raise ValueError("resume=True continues the file given as checkpoint=: set "
+                             "checkpoint='run.tdshap', or pass the file as resume=.")
+        return checkpoint if os.path.exists(checkpoint) else None
+    if resume is None or resume is False:
+        return None
+    if not os.path.exists(resume):
+        raise ValueError(f"resume={str(resume)!r}: no such checkpoint file.")
+    return resume
+
+
+def check_resumable(
+    meta: dict[str, Any], algorithm: str, data: str, settings: dict[str, Any], path: Any
+) -> None:
+    """Raise ``ValueError`` unless the checkpoint was made by this algorithm, data and settings."""
+    if meta.get("algorithm") != algorithm:
+        raise ValueError(
+            f"resume={str(path)!r} was written by {meta.get('algorithm')!r}, not {algorithm!r}."
+        )
+    if meta.get("data") != data:
+        raise ValueError(
+            f"resume={str(path)!r} was made with different data (X, y, X_val or y_val "
+            "differ): resume with the same data, or start a new run without resume."
+        )
+    saved = meta.get("settings", {})
+    wanted = jsonable(settings)
+    differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    if differ:
+        detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
+                           for k in differ)
+        raise ValueError(
+            f"resume={str(path)!r} was made with different settings ({detail}). Use the "
+            "checkpoint's settings, or start a new run without resume."
+        )
+
+
+# -- the utility's part of a run's state ---------------------------------------
+def utility_state(utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Counters (JSON) and cache (arrays) of ``utility``, to be saved."""
+    counters = utility.counters()
+    keys = list(utility._cache)
+    arrays = {
+        "cache_keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), -1)
+        if keys else np.zeros((0, 16), dtype=np.uint8),
+        "cache_values": np.fromiter(utility._cache.values(), dtype=float, count=len(keys)),
+    }
+    return counters, arrays
+
+
+def restore_utility(utility: Utility, counters: dict[str, Any],
+                    arrays: dict[str, np.ndarray]) -> None:
+    """Put saved counters and cache entries back into ``utility``."""
+    for name in utility.counter_names:
+        setattr(utility, name, type(getattr(utility, name))(counters.get(name, 0)))
+    keys, values = arrays["cache_keys"], arrays["cache_values"]
+    utility._cache = {bytes(k): float(v) for k, v in zip(keys, values, strict=True)}
+
+
+class CheckpointSchedule:
+    """Writes a run's checkpoints to ``path``, due every ``every`` seconds (0: always).
+
+    ``fixed`` is metadata that every checkpoint of the run carries (the
+    algorithm, the data and settings fingerprints), computed once.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], every: float, **fixed: Any) -> None:
+        self.path = Path(path)
+        self.every = float(every)
+        self.fixed = fixed
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.every
+
+    def write(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        write_checkpoint(self.path, {**meta, **self.fixed, "saved_at": time.time()}, arrays)
+        self._last = time.monotonic()

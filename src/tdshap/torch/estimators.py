@@ -1,0 +1,263 @@
+"""A scikit-learn classifier around a PyTorch module, with warm start (enhancement iii).
+
+``TorchClassifier(module=fashion_cnn, epochs=20, pretrain_epochs=200)`` used as
+the estimator of any valuation method:
+
+1. ``prepare(X, y)`` (called once per run by ``BaseValuation``) fixes the
+   classes to those of the whole training set and, with ``warm_start=True``,
+   trains one model for ``pretrain_epochs`` on all of D;
+2. every subset fit ``fit(X[S], y[S])`` then starts from those weights and
+   trains ``epochs`` more epochs on ``S`` only.
+
+``warm_start=False`` starts every fit from a fresh random initialisation
+instead: with ``epochs=20`` that is the paper's "few-epoch" ablation, with
+``epochs=200`` its "full-train" one (Table 6).
+
+Every fit is reproducible: ``random_state`` (an int; the valuation sets it
+per fit) seeds the initialisation, the order of the rows and the dropout
+masks through :class:`~tdshap.torch.training.FitSeeds`. The valuation then
+evaluates subsets through :class:`~tdshap.torch.batched.BatchedTorchUtility`
+(``batched=True``, or ``"auto"`` on a GPU), which trains many subset models
+as one computation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from torch import nn
+
+from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
+from tdshap.utility.warm_start import Pretrained, Stopwatch
+
+ModuleFactory = Callable[[int], nn.Module]
+_DTYPES = {"float32": torch.float32, "long": torch.long}
+
+
+def _seed_of(random_state: Any) -> int:
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**32))
+    return int(random_state)
+
+
+class TorchClassifier(ClassifierMixin, BaseEstimator):
+    """Train a torch module with cross-entropy; predict its argmax class.
+
+    Parameters
+    ----------
+    module:
+        Factory ``module(n_classes) -> torch.nn.Module`` mapping a batch of
+        inputs to class scores (e.g. :func:`tdshap.torch.modules.fashion_cnn`).
+        For batched training and exact reproducibility use
+        :class:`~tdshap.torch.modules.MaskedDropout` for dropout and no
+        batch-norm.
+    epochs:
+        Epochs of every subset fit (20 for the paper's CNN, 5 for BERT).
+    pretrain_epochs:
+        Epochs of the one training on all of D (``warm_start=True`` only).
+    warm_start:
+        Start subset fits from the model pretrained on all of D (``True``) or
+        from a fresh random initialisation (``False``).
+    batch_size, optimizer, lr, weight_decay:
+        Minibatch size; ``"adam"``, ``"adamw"`` or ``"sgd"``; learning rate;
+        weight decay (L2 for adam/sgd, decoupled for adamw).
+    warmup_steps, lr_schedule:
+        Linear learning-rate warm-up over the first steps of the pretraining
+        and of every fit from a fresh initialisation (not of fits that start
+        from the pretrained weights), then ``"constant"`` or ``"linear"``
+        decay to 0 (Hugging Face's default schedule).
+    batched, max_models:
+        Let valuations train up to ``max_models`` subset models at once
+        (:mod:`tdshap.torch.batched`); ``False`` trains them one by one;
+        ``"auto"`` batches on a GPU only (on the CPU, stacking measured about
+        2x slower than one by one: ``benchmarks/deep.py``).
+    device:
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+    random_state:
+        Integer seed of the fit (``None``: fresh entropy).
+    input_dtype:
+        dtype of the module's input: ``"float32"``, or ``"long"`` for token ids.
+    classes:
+        All class labels, fixed by :meth:`prepare`; ``None``: those in ``y``.
+    init_from:
+        Set by :meth:`prepare`: the weights trained on all of D.
+
+    Attributes
+    ----------
+    classes_, module_, n_steps_:
+        Class labels, the trained module (on ``device``), optimiser steps taken.
+    """
+
+    def __init__(
+        self,
+        module: ModuleFactory | None = None,
+        *,
+        epochs: int = 20,
+        pretrain_epochs: int = 200,
+        warm_start: bool = True,
+        batch_size: int = 64,
+        optimizer: str = "adam",
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        warmup_steps: int = 0,
+        lr_schedule: str = "constant",
+        batched: bool | str = "auto",
+        max_models: int = 64,
+        device: str = "auto",
+        random_state: int | None = None,
+        input_dtype: str = "float32",
+        classes: Any = None,
+        init_from: Pretrained | None = None,
+    ) -> None:
+        self.module = module
+        self.epochs = epochs
+        self.pretrain_epochs = pretrain_epochs
+        self.warm_start = warm_start
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.warmup_steps = warmup_steps
+        self.lr_schedule = lr_schedule
+        self.batched = batched
+        self.max_models = max_models
+        self.device = device
+        self.random_state = random_state
+        self.input_dtype = input_dtype
+        self.classes = classes
+        self.init_from = init_from
+
+    # -- configuration ---------------------------------------------------
+    def _check(self) -> None:
+        if not callable(self.module):
+            raise ValueError(
+                "module must be a factory module(n_classes) -> torch.nn.Module, "
+                f"got {self.module!r}; e.g. module=tdshap.torch.modules.fashion_cnn."
+            )
+        if self.init_from is not None and not isinstance(self.init_from, Pretrained):
+            raise ValueError("init_from must be None or a Pretrained (set by prepare()).")
+        if self.batched not in (True, False, "auto"):
+            raise ValueError(f"batched={self.batched!r} must be True, False or 'auto'.")
+        if not isinstance(self.max_models, int) or self.max_models < 1:
+            raise ValueError(f"max_models={self.max_models!r} must be a whole number >= 1.")
+
+    @property
+    def warm(self) -> bool:
+        """True when fits start from pretrained weights."""
+        return bool(self.warm_start) and self.init_from is not None
+
+    def schedule(self, pretrain: bool = False) -> Schedule:
+        """The training schedule of the pretraining or of one fit."""
+        warmup = 0 if (self.warm and not pretrain) else self.warmup_steps
+        return Schedule(
+            epochs=self.pretrain_epochs if pretrain else self.epochs,
+            batch_size=self.batch_size, optimizer=self.optimizer, lr=self.lr,
+            weight_decay=self.weight_decay, warmup_steps=warmup, lr_schedule=self.lr_schedule,
+        )
+
+    def _classes_for(self, y: np.ndarray) -> np.ndarray:
+        classes = np.unique(y) if self.classes is None else np.asarray(self.classes)
+        unknown = np.setdiff1d(np.unique(y), classes)
+        if len(unknown):
+            raise ValueError(f"y has labels {unknown[:5].tolist()} not in classes={classes!r}.")
+        return classes
+
+    # -- tensors and modules ---------------------------------------------
+    def input_tensor(self, X: Any, device: torch.device) -> torch.Tensor:
+        """``X`` as the module's input tensor, of ``input_dtype``."""
+        if self.input_dtype not in _DTYPES:
+            raise ValueError(f"input_dtype={self.input_dtype!r} must be one of {list(_DTYPES)}.")
+        return torch.as_tensor(np.asarray(X), device=device).to(_DTYPES[self.input_dtype])
+
+    def fresh_state(self, n_classes: int, seeds: FitSeeds) -> dict[str, torch.Tensor]:
+        """A fresh random initialisation, seeded by ``seeds.init`` (global RNG untouched)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seeds.init)
+            return {k: t.detach() for k, t in self.module(n_classes).state_dict().items()}
+
+    def initial_state(self, n_classes: int, seeds: FitSeeds) -> dict[str, torch.Tensor]:
+        """Where a fit starts: the pretrained weights, or a fresh initialisation."""
+        if self.warm:
+            assert self.init_from is not None
+            return self.init_from.payload
+        return self.fresh_state(n_classes, seeds)
+
+    def build_module(self, n_classes: int, state: dict[str, torch.Tensor],
+                     device: torch.device) -> nn.Module:
+        with torch.random.fork_rng(devices=[]):  # the factory's own init is overwritten
+            module = self.module(n_classes)
+        module.load_state_dict(state)
+        return module.to(device)
+
+    def _train(self, X: Any, y: Any, classes: np.ndarray, seed: int,
+               pretrain: bool) -> tuple[nn.Module, int]:
+        device = resolve_device(self.device)
+        seeds = FitSeeds.from_seed(seed)
+        n_classes = len(classes)
+        state = self.fresh_state(n_classes, seeds) if pretrain else self.initial_state(
+            n_classes, seeds)
+        module = self.build_module(len(classes), state, device)
+        Xt = self.input_tensor(X, device)
+        yt = torch.as_tensor(np.searchsorted(classes, np.asarray(y)), device=device)
+        steps = train_single(module, Xt, yt, np.arange(len(yt)), self.schedule(pretrain), seeds)
+        return module, steps
+
+    # -- the warm-start protocol -----------------------------------------
+    def prepare(self, X: Any, y: Any) -> TorchClassifier:
+        """A copy with the classes of ``y`` fixed and, if ``warm_start``, pretrained on (X, y)."""
+        self._check()
+        y = np.asarray(y)
+        classes = self._classes_for(y)
+        prepared = clone(self).set_params(classes=classes, init_from=None)
+        if not self.warm_start:
+            return prepared
+        with Stopwatch() as watch:
+            module, steps = prepared._train(X, y, classes, _seed_of(self.random_state), True)
+        weights = {k: t.detach().cpu().clone() for k, t in module.state_dict().items()}
+        return prepared.set_params(
+            init_from=Pretrained(weights, n_rows=len(y), steps=steps, seconds=watch.seconds)
+        )
+
+    @property
+    def utility_class(self) -> type:
+        """The :class:`~tdshap.utility.base.Utility` valuations should use with this estimator."""
+        batched = self.batched
+        if batched == "auto":
+            batched = resolve_device(self.device).type == "cuda"
+        if batched:
+            from tdshap.torch.batched import BatchedTorchUtility
+
+            return BatchedTorchUtility
+        from tdshap.utility.base import Utility
+
+        return Utility
+
+    # -- scikit-learn API ------------------------------------------------
+    def fit(self, X: Any, y: Any) -> TorchClassifier:
+        """Train ``epochs`` epochs on (X, y) from the pretrained or a fresh initialisation."""
+        self._check()
+        y = np.asarray(y)
+        if len(y) == 0:
+            raise ValueError("cannot fit on zero rows.")
+        self.classes_ = self._classes_for(y)
+        self.module_, self.n_steps_ = self._train(
+            X, y, self.classes_, _seed_of(self.random_state), False
+        )
+        return self
+
+    @torch.no_grad()
+    def predict_proba(self, X: Any) -> np.ndarray:
+        device = next(self.module_.parameters()).device
+        self.module_.eval()
+        Xt = self.input_tensor(X, device)
+        out = [torch.softmax(self.module_(Xt[i : i + 512]), -1) for i in range(0, len(Xt), 512)]
+        return torch.cat(out).cpu().numpy().astype(float)
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

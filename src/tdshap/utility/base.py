@@ -1,0 +1,328 @@
+"""The utility V(S): train a model on a subset S of the training set and score it.
+
+One :class:`Utility` object serves a whole valuation run. It
+
+* clones the user's estimator (the original is never fitted),
+* counts fits and the seconds spent inside ``fit``/``predict``/scoring,
+* remembers every score it computed in this run, so that no subset (``V(D)``
+  included) is fitted twice with the same seed,
+* scores subsets a model cannot be fitted on by a documented fallback
+  (``on_error="fallback"``) or raises (``on_error="raise"``),
+* evaluates a whole block chain ``V(P), V(P+b1), ..., V(P+b1..bK)`` in one call
+  (:meth:`Utility.evaluate_chain`): the single method that incremental fast
+  paths and batched GPU training override.
+
+Fallback score
+--------------
+``V(S)`` for a subset that cannot be fitted (empty, or an estimator raising
+on it, typically a classifier given a single class) is the score of the best
+constant prediction for ``S``: its most frequent label (classification) or its
+mean target (regression). For the empty set, which has no labels, the constant
+is that of the whole training set: the score of a model that learned nothing
+about the inputs.
+
+Seeds (common random numbers)
+-----------------------------
+For estimators with a ``random_state`` parameter (anywhere in a pipeline),
+``seed_mode`` says which seed each fit gets:
+
+``"chain"`` (default)
+    every fit of one chain shares the chain's seed, so the K marginals of a
+    block differ only by the added rows, not by the model's randomness;
+``"run"``
+    every fit in the run uses one seed: V becomes a deterministic set function;
+``"fit"``
+    every fit gets its own seed (independent noise).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+
+from tdshap.utility.metrics import MetricSpec, resolve_metric
+
+OnError = Literal["raise", "fallback"]
+#: Per-run counters; a parallel executor adds its workers' counts to these and a
+#: checkpoint saves them. Subclasses with counters of their own extend
+#: :attr:`Utility.counter_names`.
+COUNTERS: tuple[str, ...] = (
+    "n_fits", "n_evaluations", "n_cache_hits", "n_fallbacks", "n_truncated", "fit_seconds",
+)
+SeedMode = Literal["chain", "run", "fit"]
+SEED_MODES: tuple[str, ...] = ("chain", "run", "fit")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Stop scanning a chain once its scores have settled near a target (TMC).
+
+    After each evaluation, a score within ``tolerance * |target|`` of
+    ``target`` (usually V(D)) counts one step; once more than ``patience``
+    consecutive steps counted, the rest of the chain is not fitted and takes
+    the last score (so the remaining marginals are 0), as in Ghorbani & Zou's
+    original code (``tolerance=0.01, patience=5``).
+    """
+
+    target: float
+    tolerance: float = 0.01
+    patience: int = 5
+
+    def settled(self, score: float) -> bool:
+        return abs(score - self.target) <= self.tolerance * abs(self.target)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One block evaluation: ``V(prefix)``, then each ``block`` row added in turn.
+
+    ``truncation``, when set, lets the evaluation stop early (see
+    :class:`Truncation`); implementations that cannot truncate must evaluate
+    the whole chain, which gives the same values up to the truncation itself.
+    """
+
+    prefix: np.ndarray
+    block: np.ndarray
+    seed: int
+    truncation: Truncation | None = None
+
+
+def random_state_params(estimator: Any) -> list[str]:
+    """Names of every ``random_state`` parameter of ``estimator`` (nested too)."""
+    try:
+        params = estimator.get_params(deep=True)
+    except AttributeError:
+        return []
+    return sorted(k for k in params if k == "random_state" or k.endswith("__random_state"))
+
+
+def _constant_prediction(y: np.ndarray, classifier: bool) -> Any:
+    if classifier:
+        labels, counts = np.unique(y, return_counts=True)
+        return labels[int(np.argmax(counts))]
+    return float(np.mean(np.asarray(y, dtype=float)))
+
+
+class _ConstantModel:
+    """Predicts one value; lets any scorer score the fallback."""
+
+    def __init__(self, value: Any, classes: np.ndarray | None) -> None:
+        self.value = value
+        self.classes_ = classes
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.full(len(X), self.value)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        assert self.classes_ is not None
+        proba = np.zeros((len(X), len(self.classes_)))
+        proba[:, int(np.searchsorted(self.classes_, self.value))] = 1.0
+        return proba
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        assert self.classes_ is not None
+        positive = self.classes_[-1] == self.value
+        return np.full(len(X), 1.0 if positive else -1.0)
+
+
+class Utility:
+    """V(S) for one estimator, metric, training set and validation set.
+
+    Parameters
+    ----------
+    estimator:
+        Any scikit-learn style estimator; cloned for every chain.
+    metric:
+        A metric name, callable or :class:`~tdshap.utility.metrics.MetricSpec`
+        (see :func:`tdshap.utility.metrics.resolve_metric`).
+    X, y, X_val, y_val:
+        Training and validation data as numpy arrays (already validated).
+    on_error:
+        ``"fallback"`` scores unfittable subsets by the fallback above;
+        ``"raise"`` re-raises the estimator's error (and refuses the empty set).
+    seed_mode:
+        ``"chain"``, ``"run"`` or ``"fit"``; see the module docstring.
+    run_seed:
+        The seed used by ``seed_mode="run"`` and for single evaluations.
+    cache:
+        Remember scores by (subset, seed) so nothing is refitted.
+    """
+
+    counter_names: ClassVar[tuple[str, ...]] = COUNTERS
+
+    def __init__(
+        self,
+        estimator: Any,
+        metric: Any,
+        X: np.ndarray,
+        y: np.ndarray,
+        X_val: np.ndarray,
+        y_val: np.ndarray,
+        *,
+        on_error: OnError = "fallback",
+        seed_mode: SeedMode = "chain",
+        run_seed: int = 0,
+        cache: bool = True,
+    ) -> None:
+        if on_error not in ("raise", "fallback"):
+            raise ValueError(f"on_error must be 'raise' or 'fallback', got {on_error!r}.")
+        if seed_mode not in SEED_MODES:
+            raise ValueError(f"seed_mode must be one of {SEED_MODES}, got {seed_mode!r}.")
+        self.estimator = estimator
+        self.metric: MetricSpec = resolve_metric(metric)
+        self.X, self.y, self.X_val, self.y_val = X, y, X_val, y_val
+        self.on_error = on_error
+        self.seed_mode = seed_mode
+        self.run_seed = int(run_seed)
+        self.use_cache = cache
+        self.classifier = is_classifier(estimator)
+        self._seed_params = random_state_params(estimator)
+        self._classes = np.unique(y) if self.classifier else None
+        self._cache: dict[bytes, float] = {}
+        self.n_fits = 0
+        self.n_fallbacks = 0
+        self.n_evaluations = 0
+        self.n_cache_hits = 0
+        self.n_truncated = 0
+        self.fit_seconds = 0.0
+        # set by a method running with n_jobs > 1 (see tdshap.utility.parallel); None: in-process
+        self.executor: Any = None
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+    @property
+    def seeded(self) -> bool:
+        """True when the estimator has a ``random_state`` that seeds control."""
+        return bool(self._seed_params)
+
+    # -- seeds and cache -------------------------------------------------
+    def _fit_seed(self, chain_seed: int, position: int) -> int:
+        if self.seed_mode == "run":
+            return self.run_seed
+        if self.seed_mode == "chain":
+            return chain_seed
+        return int(np.random.SeedSequence([chain_seed, position]).generate_state(1)[0])
+
+    def _key(self, sorted_idx: np.ndarray, seed: int) -> bytes:
+        h = hashlib.blake2b(sorted_idx.astype(np.int64, copy=False).tobytes(), digest_size=16)
+        if self.seeded:
+            h.update(seed.to_bytes(8, "little", signed=False))
+        return h.digest()
+
+    # -- scoring ---------------------------------------------------------
+    def fallback_score(self, idx: np.ndarray) -> float:
+        """Score of the best constant prediction for subset ``idx`` (see module doc)."""
+        labels = self.y[idx] if len(idx) else self.y
+        model = _ConstantModel(_constant_prediction(labels, self.classifier), self._classes)
+        return self.metric.score(model, self.X_val, self.y_val)
+
+    def _fit_score(self, model: Any, idx: np.ndarray) -> float:
+        if len(idx) == 0:
+            if self.on_error == "raise":
+                raise ValueError("cannot fit a model on the empty set (on_error='raise').")
+            self.n_fallbacks += 1
+            return self.fallback_score(idx)
+        X, y = self.X[idx], self.y[idx]
+        start = time.perf_counter()
+        try:
+            model.fit(X, y)
+            score = self.metric.score(model, self.X_val, self.y_val)
+        except Exception:
+            self.fit_seconds += time.perf_counter() - start
+            self.n_fits += 1
+            if self.on_error == "raise":
+                raise
+            self.n_fallbacks += 1
+            return self.fallback_score(idx)
+        self.fit_seconds += time.perf_counter() - start
+        self.n_fits += 1
+        if not np.isfinite(score):
+            if self.on_error == "raise":
+                raise ValueError(f"metric {self.metric.name!r} returned {score} on a subset.")
+            self.n_fallbacks += 1
+            return self.fallback_score(idx)
+        return float(score)
+
+    def _evaluate(self, model: Any, idx: np.ndarray, seed: int) -> float:
+        """V(idx) with ``seed``; ``model`` is a clone that may be refitted."""
+        self.n_evaluations += 1
+        # Fit on the rows in sorted order: V is a function of the *set*, and
+        # order-sensitive learners (libsvm, SGD) would otherwise give a cached
+        # V(S) that differs in the last digits from a refit of S reached in
+        # another order, so values would depend on the cache (and on n_jobs).
+        idx = np.sort(idx)
+        key = self._key(idx, seed) if self.use_cache else b""
+        if self.use_cache and (hit := self._cache.get(key)) is not None:
+            self.n_cache_hits += 1
+            return hit
+        if self._seed_params and getattr(model, "_tdshap_seed", None) != seed:
+            model.set_params(**dict.fromkeys(self._seed_params, seed))
+            model._tdshap_seed = seed  # a chain's clone keeps its seed: set it once
+        score = self._fit_score(model, idx)
+        if self.use_cache:
+            self._cache[key] = score
+        return score
+
+    def __call__(self, subset: Sequence[int] | np.ndarray, seed: int | None = None) -> float:
+        """V(subset), with ``seed`` (default: the run seed) for seeded estimators."""
+        idx = np.asarray(subset, dtype=np.intp)
+        s = self.run_seed if seed is None else self._fit_seed(int(seed), 0)
+        return self._evaluate(clone(self.estimator), idx, s)
+
+    def evaluate_chain(
+        self,
+        prefix: np.ndarray,
+        block: np.ndarray,
+        seed: int,
+        truncation: Truncation | None = None,
+    ) -> np.ndarray:
+        """Return ``[V(P), V(P+b1), ..., V(P+b1..bK)]`` (length ``len(block) + 1``).
+
+        Override this one method to evaluate a chain faster (incremental
+        updates, batched training); the rest of the library only calls it
+        through :meth:`evaluate_chains`.
+        """
+        model = clone(self.estimator)
+        idx = np.concatenate([np.asarray(prefix, dtype=np.intp), np.asarray(block, dtype=np.intp)])
+        p = len(prefix)
+        out = np.empty(len(block) + 1)
+        settled = 0
+        for j in range(len(block) + 1):
+            out[j] = self._evaluate(model, idx[: p + j], self._fit_seed(seed, j))
+            if truncation is not None:
+                settled = settled + 1 if truncation.settled(out[j]) else 0
+                if settled > truncation.patience:
+                    out[j + 1 :] = out[j]
+                    self.n_truncated += len(block) - j
+                    break
+        return out
+
+    def evaluate_chains(self, chains: Sequence[Chain]) -> list[np.ndarray]:
+        """Evaluate several chains; results in the order given.
+
+        Every method evaluates through this one call, so that a parallel or
+        distributed backend only has to replace it: with an ``executor`` set
+        (:mod:`tdshap.utility.parallel`) the chains run on its workers.
+        """
+        if self.executor is not None and len(chains) > 1:
+            return self.executor.evaluate(self, chains)
+        return [self.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
+
+    def counters(self) -> dict[str, Any]:
+        """The current value of every counter in :attr:`counter_names`."""
+        return {name: getattr(self, name) for name in self.counter_names}
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the result (fits, evaluations, cache hits, seconds) and the seed mode."""
+        return {
+            **self.counters(),
+            "seed_mode": self.seed_mode if self.seeded else "none (estimator has no random_state)",
+        }

@@ -1,0 +1,64 @@
+"""Which pipelines a fast path may see through: stateless steps before the model.
+
+A step that learns from the data it is fitted on (a scaler, an imputer)
+changes with every subset, so the model of ``S`` is not the model of
+``S ∪ {x}`` plus one row: such pipelines are not eligible. Steps that learn
+nothing (``"passthrough"``, ``Normalizer``, ``FunctionTransformer``: their
+scikit-learn tag ``requires_fit`` is False) transform each row on its own,
+so they are applied once to the whole training and validation sets.
+``FunctionTransformer`` is trusted to act row by row, as its tag says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from tdshap.utility.fast.base import NotEligible
+
+
+def _stateless(step: Any) -> bool:
+    if step is None or step == "passthrough":
+        return True
+    try:
+        from sklearn.utils import get_tags
+    except ImportError:  # scikit-learn < 1.6 keeps the old tag dictionary
+        return bool(getattr(step, "_get_tags", dict)().get("stateless", False))
+    return not get_tags(step).requires_fit
+
+
+def final_estimator(estimator: Any) -> Any:
+    """The model at the end of ``estimator`` (itself unless it is a Pipeline)."""
+    return estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+
+
+def stateless_transforms(estimator: Any) -> list[Any]:
+    """The steps before the model; raises :class:`NotEligible` if any of them learns."""
+    if not isinstance(estimator, Pipeline):
+        return []
+    steps = [step for _, step in estimator.steps[:-1]]
+    for step in steps:
+        if not _stateless(step):
+            raise NotEligible(
+                f"pipeline step {step!r} is refitted on every subset; only stateless "
+                "steps may precede the model (standardise the data beforehand instead)."
+            )
+    return [step for step in steps if step is not None and step != "passthrough"]
+
+
+def transform_once(
+    estimator: Any, X: np.ndarray, X_val: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Training and validation features as the model at the end of ``estimator`` sees them."""
+    for step in stateless_transforms(estimator):
+        fitted = clone(step).fit(X)
+        X, X_val = fitted.transform(X), fitted.transform(X_val)
+    X, X_val = np.asarray(X), np.asarray(X_val)
+    if X.ndim != 2 or X.dtype != np.float64 or X_val.dtype != np.float64:
+        raise NotEligible(
+            "fast paths need 2-D float64 features (float32 models round differently)."
+        )
+    return X, X_val

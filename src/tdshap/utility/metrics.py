@@ -1,0 +1,158 @@
+"""Metrics: turn a user's ``metric`` argument into one higher-is-better scorer.
+
+Built-in names are scored straight from predictions with numpy, because
+scikit-learn's metric functions validate their inputs on every call and that
+validation costs more than fitting a small tree; the utility calls the metric
+thousands of times.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.metrics import get_scorer, get_scorer_names
+
+PredictionMetric = Callable[[np.ndarray, np.ndarray], float]
+Scorer = Callable[[Any, np.ndarray, np.ndarray], float]
+
+
+def _accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    return float(np.mean(y_true == y_pred))
+
+
+def _neg_mae(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    return -float(np.mean(np.abs(np.asarray(y_true, dtype=float) - y_pred)))
+
+
+def _neg_mse(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    diff = np.asarray(y_true, dtype=float) - y_pred
+    return -float(np.mean(diff * diff))
+
+
+def _r2(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    y_true = np.asarray(y_true, dtype=float)
+    ss_res = float(np.sum((y_true - y_pred) ** 2))
+    ss_tot = float(np.sum((y_true - y_true.mean()) ** 2))
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else 0.0
+
+
+# name -> (prediction metric, task, how the width of one marginal is bounded)
+_BUILTIN: dict[str, tuple[PredictionMetric, str, str | None]] = {
+    "accuracy": (_accuracy, "classification", "accuracy"),
+    "neg_mae": (_neg_mae, "regression", "mae"),
+    "neg_mse": (_neg_mse, "regression", "mse"),
+    "r2": (_r2, "regression", None),
+}
+_ALIASES = {
+    "neg_mean_absolute_error": "neg_mae",
+    "neg_mean_squared_error": "neg_mse",
+    "mae": "neg_mae",
+    "mse": "neg_mse",
+}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A resolved metric.
+
+    Attributes
+    ----------
+    name:
+        Canonical name (``"accuracy"``, ``"neg_mae"``, a scikit-learn scorer
+        name, or the callable's ``__name__``).
+    from_predictions:
+        ``f(y_true, y_pred) -> float`` when the metric only needs ``predict``
+        (fast paths and fallbacks use it); ``None`` for scorers that need
+        ``predict_proba`` or ``decision_function``.
+    scorer:
+        ``f(estimator, X, y) -> float``, higher is better, always set.
+    bound_kind:
+        ``"accuracy"``, ``"mae"``, ``"mse"`` or ``None`` when no bound on the
+        width of a marginal is known (SPEC §2).
+    """
+
+    name: str
+    scorer: Scorer
+    from_predictions: PredictionMetric | None
+    bound_kind: str | None
+
+    def score(self, estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
+        return float(self.scorer(estimator, X, y))
+
+    def width_bound(self, y_all: np.ndarray) -> float | None:
+        """Largest possible width of one marginal Φ_n (SPEC §2), or None."""
+        if self.bound_kind == "accuracy":
+            return 2.0
+        if self.bound_kind is None:
+            return None
+        y_all = np.asarray(y_all, dtype=float)
+        span = float(np.max(y_all) - np.min(y_all))
+        return 2.0 * span if self.bound_kind == "mae" else 2.0 * span * span
+
+
+def _prediction_scorer(fn: PredictionMetric) -> Scorer:
+    def scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
+        return fn(y, estimator.predict(X))
+
+    return scorer
+
+
+def _n_required_positional(fn: Callable[..., Any]) -> int | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(
+        1 for p in sig.parameters.values() if p.kind in kinds and p.default is p.empty
+    )
+
+
+def resolve_metric(metric: str | Callable[..., float]) -> MetricSpec:
+    """Resolve ``metric`` into a :class:`MetricSpec`.
+
+    ``metric`` is one of ``"accuracy"``, ``"neg_mae"``, ``"neg_mse"``, ``"r2"``,
+    any scikit-learn scorer name (``sklearn.metrics.get_scorer_names()``), a
+    callable ``f(y_true, y_pred) -> float`` (higher is better), or a
+    scikit-learn style scorer ``f(estimator, X, y) -> float``.
+    """
+    if isinstance(metric, MetricSpec):
+        return metric
+    if isinstance(metric, str):
+        name = _ALIASES.get(metric, metric)
+        if name in _BUILTIN:
+            fn, _task, bound = _BUILTIN[name]
+            return MetricSpec(name, _prediction_scorer(fn), fn, bound)
+        if name in get_scorer_names():
+            return MetricSpec(name, get_scorer(name), None, None)
+        raise ValueError(
+            f"metric={metric!r} is not a known metric. Use one of "
+            f"{sorted(_BUILTIN)}, a scikit-learn scorer name "
+            "(see sklearn.metrics.get_scorer_names()), or a callable "
+            "f(y_true, y_pred) -> float where higher is better."
+        )
+    if callable(metric):
+        name = getattr(metric, "__name__", type(metric).__name__)
+        if _n_required_positional(metric) == 3:
+            return MetricSpec(name, metric, None, None)
+        return MetricSpec(name, _prediction_scorer(metric), metric, None)
+    raise ValueError(
+        f"metric must be a string or a callable, got {type(metric).__name__}. "
+        "Pass e.g. metric='accuracy' or metric='neg_mae'."
+    )
+
+
+def metric_task(spec: MetricSpec) -> str | None:
+    """``"classification"`` / ``"regression"`` for built-in metrics, else None."""
+    entry = _BUILTIN.get(spec.name)
+    return entry[1] if entry else None
+
+
+def default_metric(estimator: Any) -> str:
+    """``accuracy`` for classifiers, ``neg_mae`` otherwise (used when ``metric=None``)."""
+    return "accuracy" if is_classifier(estimator) else "neg_mae"
