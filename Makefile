@@ -28,6 +28,7 @@ demo: install
 
 lint: install-dev
 	$(BIN)/ruff check src tests benchmarks experiments
+	$(BIN)/mypy
 
 test: install-dev lint
 	$(BIN)/python -m pytest

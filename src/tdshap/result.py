@@ -152,7 +152,8 @@ class ValuationResult:
             if "index" in arrays and arrays["index"].dtype == object:
                 arrays["index"] = arrays["index"].astype(str)
             buf = io.BytesIO()
-            np.savez(buf, meta=np.array(json.dumps(self._meta())), **arrays)
+            # numpy's stub lets **arrays match savez's allow_pickle: bool; keys are field names
+            np.savez(buf, meta=np.array(json.dumps(self._meta())), **arrays)  # type: ignore[arg-type]
             atomic_write_bytes(path, buf.getvalue())
         else:
             raise ValueError(f"cannot save to {path}: use a .json or .npz file name.")
@@ -175,12 +176,18 @@ class ValuationResult:
                 return None
             return np.array([np.nan if x is None else x for x in v], dtype=dtype)
 
+        def required(name: str, dtype: Any) -> np.ndarray:
+            out = arr(name, dtype)
+            if out is None:
+                raise ValueError(f"not a complete tdshap ValuationResult file (no {name!r}).")
+            return out
+
         index = data.get("index")
         return cls(
             algorithm=data["algorithm"],
-            values=arr("values", float),
-            counts=arr("counts", np.int64),
-            variances=arr("variances", float),
+            values=required("values", float),
+            counts=required("counts", np.int64),
+            variances=required("variances", float),
             harmful=arr("harmful", bool),
             threshold=data.get("threshold"),
             n_fits=int(data.get("n_fits", 0)),

@@ -177,7 +177,7 @@ def _write_outputs(run_: HarmfulRun, tmp: Path, train_path: Path, frame: pd.Data
                    inputs: dict[str, str]) -> list[str]:
     table = run_.frame()
     cols = [c for c in VALUES_COLUMNS if c in table]
-    table[cols].to_csv(tmp / "values.csv", index_label=table.index.name or "row")
+    table[cols].to_csv(tmp / "values.csv", index_label=str(table.index.name or "row"))
     run_.result.save(tmp / "result.json")
     plot_values(run_, tmp / "values.png")
     written = ["values.csv", "result.json", "values.png"]

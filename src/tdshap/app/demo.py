@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from tdshap.app.splits import Split, split
 from tdshap.cleansing import CleansingResult, cleanse
 from tdshap.methods import TDShap
 
-DEMO_SETTINGS = {"tau": -0.01, "eps": 0.01, "max_iter": 50, "k": 50, "n_min": 100}
+DEMO_SETTINGS: dict[str, Any] = {"tau": -0.01, "eps": 0.01, "max_iter": 50, "k": 50, "n_min": 100}
 
 
 def breast_cancer(seed: int, sizes: tuple[int, int, int] = (150, 150, 269)) -> Split:

@@ -107,11 +107,13 @@ def prepare(
             check_same_columns(X, other, what)
     encoder = TableEncoder(impute=impute).fit(X.iloc[train])
     Xa = encoder.transform(X)
-    if X_val is None:
+    if X_val is None or y_val is None:
         Xv, yv = Xa[val_rows], y_all[val_rows]
     else:
         Xv, yv = encoder.transform(X_val), check_target(y_val, task)
-    if X_test is not None:
+    Xt: np.ndarray | None
+    yt: np.ndarray | None
+    if X_test is not None and y_test is not None:
         Xt, yt = encoder.transform(X_test), check_target(y_test, task)
     elif test_rows is not None and len(test_rows):
         Xt, yt = Xa[test_rows], y_all[test_rows]
@@ -224,6 +226,7 @@ class HarmfulRows(pd.DataFrame):
     """
 
     _metadata = ["run"]  # noqa: RUF012 (pandas' subclassing protocol)
+    run: HarmfulRun
 
     @property
     def _constructor(self) -> type[HarmfulRows]:

@@ -50,9 +50,13 @@ def _leaf_rows(n: int) -> int:
     return min(64, max(5, round(0.064 * n)))
 
 
-def _sk(module: str, classifier: str | None, regressor: str | None) -> tuple[str | None, ...]:
+def _sk(module: str, classifier: str | None, regressor: str | None
+        ) -> tuple[str | None, str | None]:
     """``sklearn.<module>:<Class>`` for each task (None: not for that task)."""
-    return tuple(None if c is None else f"sklearn.{module}:{c}" for c in (classifier, regressor))
+    def path(c: str | None) -> str | None:
+        return None if c is None else f"sklearn.{module}:{c}"
+
+    return path(classifier), path(regressor)
 
 
 _MAX_ITER = {"classification": {"max_iter": 1000}, "regression": {"max_iter": 1000}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ def _fmt(x: Any, digits: int = 4) -> str:
     if isinstance(x, bool | np.bool_):
         return "yes" if x else "no"
     if isinstance(x, int | np.integer):
-        return f"{int(x):,}" if abs(x) < 10**7 else f"{float(x):.3g}"
+        return f"{int(x):,}" if abs(int(x)) < 10**7 else f"{float(x):.3g}"
     if isinstance(x, float | np.floating):
         if not np.isfinite(x):
             return "n/a"
@@ -132,15 +133,15 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
     lines.append(cost_line(run))
     pulls = (run.result.guarantee or {}).get("pulls", 0)
     lines.append(f"guarantee (Theorem 2), {pulls:,} pulls made:")
-    for label, width, need, met, fail in guarantee_rows(run):
-        lines.append(f"  width from {label}: w={width}, pulls needed {need}, met: {met}"
+    for label, w, need, met, fail in guarantee_rows(run):
+        lines.append(f"  width from {label}: w={w}, pulls needed {need}, met: {met}"
                      + (f", P(fail) <= {fail}" if met == "yes" else ""))
     lines.append(f"worst {n_worst} rows:")
     lines.append(worst_rows(run, n_worst).to_string(float_format=lambda v: f"{v:.4g}"))
     return "\n".join(lines)
 
 
-def _md_table(header: list[str], rows: list[list[str]] | list[tuple[str, ...]]) -> str:
+def _md_table(header: list[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(out)

@@ -222,7 +222,8 @@ class TDShap(CheckpointedValuation):
         if saved is not None:
             return TDShapRun.restore(*saved, utility, self._stop)
         auto = "auto" in (self.tau, self.eps)
-        state = APTState(utility.n, 0.0 if auto else self.tau, 0.0 if auto else self.eps)
+        tau, eps = (0.0, 0.0) if auto else (float(self.tau), float(self.eps))
+        state = APTState(utility.n, tau, eps)
         order = np.concatenate(initial_blocks(rng, utility.n, self.k_))
         return TDShapRun(state, rng, init_order=order, k=self.k_, thresholds_set=not auto)
 

@@ -142,6 +142,7 @@ class TMCShapley(CheckpointedValuation):
 
     algorithm = "tmc_shapley"
     budget_settings = ("max_permutations", "time_budget")
+    _convergence: MeanRelativeChange | None
 
     def __init__(
         self,
@@ -198,7 +199,7 @@ class TMCShapley(CheckpointedValuation):
             self._convergence = None
             return
         parts: list[StoppingCriterion] = []
-        self._convergence: MeanRelativeChange | None = None
+        self._convergence = None
         if self.tol is not None:
             check_number(self.tol, "tol", low=0, hint="The original rule uses tol=0.05.")
             check_number(self.window, "window", low=1, integer=True)

@@ -132,6 +132,8 @@ class BatchedTorchUtility(Utility):
         """Train every job (in stacks of ``max_models``) and score it on the validation set."""
         scores: list[float] = []
         size = self.estimator.max_models
+        score_of = self.metric.from_predictions
+        assert score_of is not None  # evaluate_chains refits when the metric needs the model
         for start in range(0, len(jobs), size):
             group = jobs[start : start + size]
             t0 = time.perf_counter()
@@ -142,7 +144,7 @@ class BatchedTorchUtility(Utility):
             )
             pred = predict_stacked(self.template, params, self.Xv_t).cpu().numpy()
             for job, p in zip(group, pred, strict=True):
-                score = float(self.metric.from_predictions(self.y_val, self.classes[p]))
+                score = float(score_of(self.y_val, self.classes[p]))
                 if self.use_cache:
                     self._cache[job.key] = score
                 scores.append(score)

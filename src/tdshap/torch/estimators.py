@@ -134,12 +134,17 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         self.init_from = init_from
 
     # -- configuration ---------------------------------------------------
-    def _check(self) -> None:
-        if not callable(self.module):
+    def _factory(self) -> ModuleFactory:
+        """``module``, checked to be a factory ``module(n_classes) -> torch.nn.Module``."""
+        if self.module is None or not callable(self.module):
             raise ValueError(
                 "module must be a factory module(n_classes) -> torch.nn.Module, "
                 f"got {self.module!r}; e.g. module=tdshap.torch.modules.fashion_cnn."
             )
+        return self.module
+
+    def _check(self) -> None:
+        self._factory()
         if self.init_from is not None and not isinstance(self.init_from, Pretrained):
             raise ValueError("init_from must be None or a Pretrained (set by prepare()).")
         if self.batched not in (True, False, "auto"):
@@ -179,7 +184,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         """A fresh random initialisation, seeded by ``seeds.init`` (global RNG untouched)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seeds.init)
-            return {k: t.detach() for k, t in self.module(n_classes).state_dict().items()}
+            return {k: t.detach() for k, t in self._factory()(n_classes).state_dict().items()}
 
     def initial_state(self, n_classes: int, seeds: FitSeeds) -> dict[str, torch.Tensor]:
         """Where a fit starts: the pretrained weights, or a fresh initialisation."""
@@ -191,7 +196,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
     def build_module(self, n_classes: int, state: dict[str, torch.Tensor],
                      device: torch.device) -> nn.Module:
         with torch.random.fork_rng(devices=[]):  # the factory's own init is overwritten
-            module = self.module(n_classes)
+            module = self._factory()(n_classes)
         module.load_state_dict(state)
         return module.to(device)
 

@@ -87,7 +87,8 @@ class TransformerClassifier(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.drop = nn.Dropout(dropout)
-        self.head = nn.Linear(encoder.config.hidden_size, n_classes)
+        config: Any = encoder.config  # a Hugging Face model's configuration
+        self.head = nn.Linear(config.hidden_size, n_classes)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         mask = (ids != PAD_ID).to(torch.float32)

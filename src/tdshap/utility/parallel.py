@@ -58,7 +58,7 @@ from tdshap.utility.base import Chain, Utility
 try:  # joblib >= 1.5 depends on cloudpickle; older versions vendor it
     import cloudpickle
 except ImportError:  # pragma: no cover
-    from joblib.externals import cloudpickle  # type: ignore[no-redef]
+    from joblib.externals import cloudpickle
 
 #: joblib backends accepted by name (``"dask"`` selects :class:`DaskExecutor`).
 JOBLIB_BACKENDS: tuple[str, ...] = ("loky", "threading", "multiprocessing")

@@ -55,7 +55,8 @@ def write_checkpoint(
     header = {"format": FORMAT, "version": FORMAT_VERSION, **meta}
     blob = np.frombuffer(json.dumps(jsonable(header)).encode(), dtype=np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, **{_META: blob}, **arrays)
+    # numpy's stub lets **arrays match savez's allow_pickle: bool; the keys are array names
+    np.savez(buf, **{_META: blob}, **arrays)  # type: ignore[arg-type]
     atomic_write_bytes(path, buf.getvalue())
     return path
 

@@ -26,7 +26,8 @@ def _stateless(step: Any) -> bool:
     try:
         from sklearn.utils import get_tags
     except ImportError:  # scikit-learn < 1.6 keeps the old tag dictionary
-        return bool(getattr(step, "_get_tags", dict)().get("stateless", False))
+        tags: dict[str, Any] = getattr(step, "_get_tags", dict)()
+        return bool(tags.get("stateless", False))
     return not get_tags(step).requires_fit
 
 
