@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from sklearn.base import clone  # noqa: E402
 
 from tdshap import TDShap  # noqa: E402
-from tdshap.torch.batched import BatchedTorchUtility, truncate_scores  # noqa: E402
+from tdshap.torch.batched import BatchedTorchUtility  # noqa: E402
 from tdshap.torch.estimators import TorchClassifier  # noqa: E402
 from tdshap.torch.modules import FashionCNN  # noqa: E402
 from tdshap.torch.training import (  # noqa: E402
@@ -196,13 +196,17 @@ def test_tdshap_with_a_torch_estimator_uses_the_batched_utility(images):
     assert np.mean(np.isclose(serial.values_, model.values_, atol=1e-9)) > 0.9
 
 
-def test_truncation_is_applied_after_the_fact_like_the_sequential_scan():
-    scores = np.array([0.5, 0.79, 0.8, 0.81, 0.8, 0.3, 0.9])
-    cut = truncate_scores(scores, Truncation(target=0.8, tolerance=0.02, patience=2))
-    # 0.79, 0.8, 0.81 are within 0.016 of 0.8: the third settled step (> patience) stops
-    assert cut == 3
-    np.testing.assert_array_equal(scores, [0.5, 0.79, 0.8, 0.81, 0.81, 0.81, 0.81])
-    assert truncate_scores(np.ones(3), None) == 0
+def test_batched_truncation_is_the_rule_applied_after_the_fact(images):
+    X, y, X_val, y_val = images
+    est = small_estimator(batched=True)
+    batched = BatchedTorchUtility(est, "accuracy", X, y, X_val, y_val)
+    empty, perm = np.empty(0, dtype=np.intp), np.random.default_rng(0).permutation(12)
+    whole = batched.evaluate_chains([Chain(empty, perm, 3)])[0]
+    rule = Truncation(target=1.0, tolerance=1.0, patience=2)  # every accuracy is settled
+    cut = batched.evaluate_chains([Chain(empty, perm, 3, rule)])[0]
+    expected = whole.copy()
+    assert rule.apply(expected) == batched.n_truncated == len(perm) - 2
+    np.testing.assert_array_equal(cut, expected)
 
 
 def test_bad_parameters_say_what_to_do():

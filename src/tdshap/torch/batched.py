@@ -14,9 +14,10 @@ It overrides :meth:`evaluate_chains` itself, so a parallel ``executor``
 (``n_jobs``) is not used: the stacks run in this process, on its device.
 Counters (``n_fits``, ``n_evaluations``, ``n_cache_hits``, ``fit_seconds``)
 mean what they mean for :class:`~tdshap.utility.base.Utility`. TMC truncation is
-applied after the fact: a chain is trained whole, then its scores past the
-point where the sequential scan would have stopped take the last score, so
-values equal the sequential ones (the fits are still counted).
+applied after the fact (:meth:`~tdshap.utility.base.Truncation.apply`): a chain
+is trained whole, then its scores past the point where the sequential scan
+would have stopped take the last score, so values equal the sequential ones
+(the fits are still counted).
 """
 
 from __future__ import annotations
@@ -46,19 +47,6 @@ class _Job:
     rows: np.ndarray
     seed: int
     key: bytes
-
-
-def truncate_scores(scores: np.ndarray, truncation: Truncation | None) -> int:
-    """Apply TMC truncation to a chain's scores in place; return how many were cut."""
-    if truncation is None:
-        return 0
-    settled = 0
-    for j in range(len(scores)):
-        settled = settled + 1 if truncation.settled(scores[j]) else 0
-        if settled > truncation.patience:
-            scores[j + 1 :] = scores[j]
-            return len(scores) - 1 - j
-    return 0
 
 
 class BatchedTorchUtility(Utility):
@@ -120,7 +108,8 @@ class BatchedTorchUtility(Utility):
         for i, j, k in where:
             outs[i][j] = scores[k]
         for c, out in zip(chains, outs, strict=True):
-            self.n_truncated += truncate_scores(out, c.truncation)
+            if c.truncation is not None:
+                self.n_truncated += c.truncation.apply(out)
         return outs
 
     def _initial_stack(self, jobs: list[_Job]) -> dict[str, torch.Tensor]:

@@ -77,6 +77,45 @@ class Truncation:
     def settled(self, score: float) -> bool:
         return abs(score - self.target) <= self.tolerance * abs(self.target)
 
+    def scan(self) -> TruncationScan:
+        """A fresh scan of one chain, for evaluations that stop as soon as it settles."""
+        return TruncationScan(self)
+
+    def apply(self, scores: np.ndarray) -> int:
+        """Truncate a chain evaluated whole, in place; return how many scores were cut.
+
+        The scores end as those of a scan that stopped where this rule stops it.
+        """
+        scan = self.scan()
+        for j in range(len(scores)):
+            if cut := scan.cut(scores, j):
+                return cut
+        return 0
+
+
+class TruncationScan:
+    """:class:`Truncation` applied step by step while one chain is evaluated.
+
+    After writing ``out[j]``, call :meth:`cut`: a positive answer means the
+    chain stops here, and ``out[j + 1:]`` already holds the last score. Every
+    chain evaluation (the base class, fast paths, batched training) truncates
+    through this one method, so all give the same values.
+    """
+
+    def __init__(self, rule: Truncation | None) -> None:
+        self.rule = rule
+        self._settled = 0
+
+    def cut(self, out: np.ndarray, j: int) -> int:
+        """Steps cut after step ``j`` (``out[j + 1:]`` then equals ``out[j]``); 0: go on."""
+        if self.rule is None:
+            return 0
+        self._settled = self._settled + 1 if self.rule.settled(out[j]) else 0
+        if self._settled <= self.rule.patience:
+            return 0
+        out[j + 1 :] = out[j]
+        return len(out) - 1 - j
+
 
 @dataclass(frozen=True)
 class Chain:
@@ -294,15 +333,12 @@ class Utility:
         idx = np.concatenate([np.asarray(prefix, dtype=np.intp), np.asarray(block, dtype=np.intp)])
         p = len(prefix)
         out = np.empty(len(block) + 1)
-        settled = 0
+        scan = TruncationScan(truncation)
         for j in range(len(block) + 1):
             out[j] = self._evaluate(model, idx[: p + j], self._fit_seed(seed, j))
-            if truncation is not None:
-                settled = settled + 1 if truncation.settled(out[j]) else 0
-                if settled > truncation.patience:
-                    out[j + 1 :] = out[j]
-                    self.n_truncated += len(block) - j
-                    break
+            if cut := scan.cut(out, j):
+                self.n_truncated += cut
+                break
         return out
 
     def evaluate_chains(self, chains: Sequence[Chain]) -> list[np.ndarray]:

@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import ThreadpoolController
 
-from tdshap.utility.base import Truncation, Utility
+from tdshap.utility.base import Truncation, TruncationScan, Utility
 from tdshap.utility.fast.scoring import row_scorer
 
 
@@ -122,7 +122,7 @@ class FastPathUtility(Utility):
         p, k = len(prefix), len(block)
         out = np.empty(k + 1)
         model = None
-        settled = 0
+        scan = TruncationScan(truncation)
         j = 0
         for scores in self._chain_scores(prefix, block):
             n = len(scores)
@@ -142,13 +142,9 @@ class FastPathUtility(Utility):
                     self.n_fast_declined += int(p + j > 0)
                     model = clone(self.estimator) if model is None else model
                     out[j] = self._evaluate(model, idx[: p + j], self._fit_seed(seed, j))
-                # truncation exactly as Utility.evaluate_chain applies it
-                if truncation is not None:
-                    settled = settled + 1 if truncation.settled(out[j]) else 0
-                    if settled > truncation.patience:
-                        out[j + 1 :] = out[j]
-                        self.n_truncated += k - j
-                        return out
+                if cut := scan.cut(out, j):
+                    self.n_truncated += cut
+                    return out
                 j += 1
         return out
 
