@@ -62,7 +62,7 @@ def main() -> None:
     se_theirs = np.empty(args.n)
     mc_theirs[tmc.indices] = tmc.values
     se_theirs[tmc.indices] = tmc.stderr
-    ours = TMCShapley(Ridge(), "neg_mae", truncation=None, tol=None,
+    ours = TMCShapley(Ridge(), "neg_mae", truncation=None, rtol=None,
                       max_permutations=args.permutations, random_state=2).fit(X, y, Xv, yv)
     se = np.sqrt(ours.result_.stderr ** 2 + se_theirs ** 2)
     outside = int(np.sum(np.abs(ours.values_ - mc_theirs) > 2 * se))

@@ -176,7 +176,7 @@ def valuation(method: str, model: str, seed: int, budget: float | None,
         k = scaled(100, n) if method == "loo100" else 1
         return LeaveOneOut(k=k, max_remove=int(MAX_FRACTION * n), **common)
     if method == "tmc":  # the longest cells: checkpointed, so a rerun continues a killed one
-        return TMCShapley(truncation="original", tol=0.05, window=100,
+        return TMCShapley(truncation="original", rtol=0.05, rtol_window=100,
                           time_budget=cfg.tmc_budget, checkpoint=checkpoint, resume=True,
                           checkpoint_every=30.0, **common)
     settings: dict[str, Any] = {**PAPER_TDSHAP, "k": scaled(PAPER_TDSHAP["k"], n),

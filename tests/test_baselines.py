@@ -49,7 +49,7 @@ def _direct_score(estimator, rows, X, y, Xv, yv, seed=None):
 
 def test_tmc_without_truncation_matches_exact_shapley():
     X, y, Xv, yv = _regression(6)
-    tmc = TMCShapley(Ridge(alpha=1.0), "neg_mae", truncation=None, tol=None,
+    tmc = TMCShapley(Ridge(alpha=1.0), "neg_mae", truncation=None, rtol=None,
                      max_permutations=1500, batch_size=50, random_state=1).fit(X, y, Xv, yv)
     util = Utility(Ridge(alpha=1.0), "neg_mae", X, y, Xv, yv)
     exact, _ = exact_shapley(lambda s: util(np.asarray(s, dtype=np.intp)), 6)
@@ -68,7 +68,7 @@ def test_tmc_without_truncation_matches_exact_shapley():
 
 def test_tmc_truncation_zeroes_the_tail_and_saves_fits():
     X, y, Xv, yv = _regression(40)
-    common = dict(tol=None, max_permutations=10, random_state=0, fast_path=False)
+    common = dict(rtol=None, max_permutations=10, random_state=0, fast_path=False)
     full = TMCShapley(Ridge(), "neg_mae", truncation=None, **common).fit(X, y, Xv, yv)
     cut = TMCShapley(Ridge(), "neg_mae", truncation=(0.05, 2), **common).fit(X, y, Xv, yv)
     assert cut.result_.extra["n_truncated"] > 0
@@ -80,10 +80,10 @@ def test_tmc_truncation_zeroes_the_tail_and_saves_fits():
 
 def test_tmc_stops_at_the_original_convergence_rule():
     X, y, Xv, yv = _regression(5)
-    tmc = TMCShapley(Ridge(), "neg_mae", truncation="original", tol=0.05, window=100,
+    tmc = TMCShapley(Ridge(), "neg_mae", truncation="original", rtol=0.05, rtol_window=100,
                      batch_size=16, random_state=0).fit(X, y, Xv, yv)
     extra = tmc.result_.extra
-    assert extra["stopped_by"] == ["MeanRelativeChange(tol=0.05, window=100)"]
+    assert extra["stopped_by"] == ["MeanRelativeChange(rtol=0.05, window=100)"]
     assert extra["convergence_error"] < 0.05
     assert tmc.n_permutations_ >= 100
     assert extra["truncation"] == [0.01, 5]
@@ -119,7 +119,7 @@ def test_tmc_reports_the_rule_that_stopped_it_even_if_the_batch_moved_on():
 
 
 def test_mean_relative_change_rule():
-    crit = MeanRelativeChange(tol=0.05, window=3)
+    crit = MeanRelativeChange(rtol=0.05, window=3)
     values = np.array([1.0, 2.0])
     assert not crit.check(RunStatus(1, 0.0, values))
     assert not crit.check(RunStatus(2, 0.0, values))
@@ -148,7 +148,7 @@ def test_bad_truncation_is_a_value_error(bad):
 def test_tmc_needs_a_stopping_rule():
     X, y, Xv, yv = _regression(5)
     with pytest.raises(ValueError, match="stopping criterion"):
-        TMCShapley(Ridge(), tol=None).fit(X, y, Xv, yv)
+        TMCShapley(Ridge(), rtol=None).fit(X, y, Xv, yv)
 
 
 # -- LOO -------------------------------------------------------------------

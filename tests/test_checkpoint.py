@@ -19,7 +19,7 @@ from tdshap.methods.checkpoint.files import checkpoint_info, read_checkpoint
 
 
 def _model(**kw):
-    settings = dict(n_min=10, k=5, max_iter=12, tol=1e-9, window=4, random_state=5)
+    settings = dict(n_min=10, k=5, max_iter=12, atol=1e-9, atol_window=4, random_state=5)
     settings.update(kw)
     return TDShap(DecisionTreeClassifier(max_depth=3, random_state=0), "accuracy", **settings)
 
@@ -139,7 +139,7 @@ def test_sigkill_at_a_random_moment_then_resume_gives_the_uninterrupted_result(
     assert child.returncode == -signal.SIGKILL, child.stderr.read().decode()
     info = checkpoint_info(path)
     assert not info["finished"] and info["rounds"] < max_iter
-    kw = dict(max_iter=max_iter, tol=None, window=10)
+    kw = dict(max_iter=max_iter, atol=None, atol_window=10)
     resumed = _fit(d, checkpoint=path, resume=path, **kw)
     _same_run(resumed, _fit(d, **kw))
     assert checkpoint_info(path)["finished"]

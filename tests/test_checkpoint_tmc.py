@@ -21,7 +21,7 @@ def data():
 
 
 def _fit(data, **kw):
-    settings = dict(metric="neg_mae", truncation=None, tol=None, max_permutations=24,
+    settings = dict(metric="neg_mae", truncation=None, rtol=None, max_permutations=24,
                     batch_size=4, fast_path=False, random_state=1)
     settings.update(kw)
     return TMCShapley(Ridge(), **settings).fit(*data)
@@ -47,9 +47,9 @@ def test_a_finished_run_extended_by_resuming_equals_one_long_run(data, tmp_path)
 
 
 def test_the_convergence_rule_continues_where_it_stopped(data, tmp_path):
-    kw = dict(tol=0.02, window=5, max_permutations=None, truncation="original")
+    kw = dict(rtol=0.02, rtol_window=5, max_permutations=None, truncation="original")
     expected = _fit(data, **kw)
-    assert expected.result_.extra["stopped_by"] == ["MeanRelativeChange(tol=0.02, window=5)"]
+    assert expected.result_.extra["stopped_by"] == ["MeanRelativeChange(rtol=0.02, window=5)"]
     path = tmp_path / "tmc.tdshap"
     calls = []
     original = Utility.evaluate_chain
@@ -84,11 +84,11 @@ def test_resume_refuses_other_settings(data, tmp_path):
 
 
 def test_mean_relative_change_state_round_trips():
-    rule = MeanRelativeChange(tol=0.01, window=3)
+    rule = MeanRelativeChange(rtol=0.01, window=3)
     rng = np.random.default_rng(0)
     for r in range(1, 6):
         rule.check(RunStatus(r, 0.0, rng.normal(size=4)))
-    copy = MeanRelativeChange(tol=0.01, window=3)
+    copy = MeanRelativeChange(rtol=0.01, window=3)
     copy.set_state(rule.get_state())
     values = rng.normal(size=4)
     assert copy.check(RunStatus(6, 0.0, values)) == rule.check(RunStatus(6, 0.0, values))

@@ -56,7 +56,7 @@ def test_tdshap_refits_auto_thresholds(classification):
 def test_tdshap_convergence(classification):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = TDShap(LogisticRegression(), random_state=2, max_iter=None, tol=0.05,
+        m = TDShap(LogisticRegression(), random_state=2, max_iter=None, atol=0.05,
                    fast_path=False).fit(*classification)
     _check(m.values_, 0.10178571428571428, [0.0, 0.012500000000000011, 0.0],
            0.04999999999999993)
@@ -76,7 +76,7 @@ def test_tmc_refits_truncated(classification):
 
 
 def test_tmc_original_convergence_rule(regression):
-    m = TMCShapley(Ridge(), random_state=3, tol=0.5, window=20,
+    m = TMCShapley(Ridge(), random_state=3, rtol=0.5, rtol_window=20,
                    max_permutations=400).fit(*regression)
     assert m.n_permutations_ == 112
     _check(m.values_, 43.92877973840542,

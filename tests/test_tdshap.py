@@ -83,10 +83,10 @@ def test_time_budget_and_convergence_stop_the_run(breast_cancer_small):
     m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=None, time_budget=0.3,
                random_state=0).fit(*args)
     assert m.result_.extra["stopped_by"] == ["TimeBudget(0.3)"]
-    m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=10_000, tol=0.05, window=5,
+    m = TDShap(_tree(), "accuracy", n_min=10, k=5, max_iter=10_000, atol=0.05, atol_window=5,
                random_state=0).fit(*args)
     assert m.result_.extra["rounds"] < 10_000
-    assert any("Convergence" in s for s in m.result_.extra["stopped_by"])
+    assert any("MaxAbsoluteChange" in s for s in m.result_.extra["stopped_by"])
 
 
 def test_dataframe_input_keeps_the_index(breast_cancer_small):

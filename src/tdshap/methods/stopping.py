@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tdshap._validation import check_number
+
 
 @dataclass
 class RunStatus:
@@ -83,11 +85,16 @@ class TimeBudget(StoppingCriterion):
         return f"TimeBudget({self.seconds:g})"
 
 
-class Convergence(StoppingCriterion):
-    """Stop when no value moved by more than ``tol`` over the last ``window`` rounds."""
+class MaxAbsoluteChange(StoppingCriterion):
+    """Stop when no value moved by more than ``atol`` over the last ``window`` rounds.
 
-    def __init__(self, tol: float, window: int = 10) -> None:
-        self.tol = float(tol)
+    The change is the largest ``|v_now - v_then|`` over all values, ``then``
+    being ``window`` rounds ago: a rule in the metric's own units, suited to
+    thresholding, where what matters is whether a value can still cross tau.
+    """
+
+    def __init__(self, atol: float, window: int = 10) -> None:
+        self.atol = float(atol)
         self.window = int(window)
         self._history: deque[np.ndarray] = deque(maxlen=self.window + 1)
         self._last_change = np.inf
@@ -111,15 +118,15 @@ class Convergence(StoppingCriterion):
         if len(self._history) <= self.window:
             return False
         self._last_change = float(np.max(np.abs(self._history[-1] - self._history[0])))
-        return self._last_change < self.tol
+        return self._last_change < self.atol
 
     def completion(self, status: RunStatus) -> float:
         if not np.isfinite(self._last_change) or self._last_change <= 0:
             return 0.0 if not np.isfinite(self._last_change) else 1.0
-        return float(min(1.0, self.tol / self._last_change))
+        return float(min(1.0, self.atol / self._last_change))
 
     def __repr__(self) -> str:
-        return f"Convergence(tol={self.tol:g}, window={self.window})"
+        return f"MaxAbsoluteChange(atol={self.atol:g}, window={self.window})"
 
 
 class _Either(StoppingCriterion):
@@ -169,27 +176,60 @@ class _Both(_Either):
 
 
 def build_stopping(
-    max_iter: int | None, time_budget: float | None, tol: float | None, window: int = 10
+    *,
+    max_rounds: int | None = None,
+    time_budget: float | None = None,
+    atol: float | None = None,
+    atol_window: int = 10,
+    rtol: float | None = None,
+    rtol_window: int = 100,
+    rounds_name: str = "max_iter",
+    min_rounds: int = 0,
 ) -> StoppingCriterion:
-    """The criterion that stops at whichever of the given limits comes first."""
+    """The criterion that stops at whichever of the given limits comes first.
+
+    Every method builds its stopping rule here, so a parameter name means the
+    same thing in every method:
+
+    ``max_rounds``
+        rounds after initialisation (TDShap's ``max_iter``, TMC's
+        ``max_permutations``: ``rounds_name`` is the name errors use, and
+        ``min_rounds`` the smallest allowed);
+    ``time_budget``
+        wall-clock seconds, checked between rounds;
+    ``atol``, ``atol_window``
+        :class:`MaxAbsoluteChange`: no value moved by more than ``atol`` (in
+        metric units) over the last ``atol_window`` rounds;
+    ``rtol``, ``rtol_window``
+        :class:`MeanRelativeChange`: Ghorbani & Zou's rule for TMC Shapley,
+        the mean relative change over the last ``rtol_window`` rounds below
+        ``rtol``.
+
+    ``None`` leaves a limit out; at least one must be set.
+    """
     parts: list[StoppingCriterion] = []
-    if max_iter is not None:
-        if int(max_iter) != max_iter or max_iter < 0:
-            raise ValueError(f"max_iter={max_iter!r} must be a whole number >= 0 or None.")
-        parts.append(MaxIterations(int(max_iter)))
+    # this order (rtol first, atol last) keeps ``stopped_by`` as each method listed it
+    if rtol is not None:
+        check_number(rtol, "rtol", low=0, hint="Ghorbani & Zou's TMC rule uses rtol=0.05.")
+        check_number(rtol_window, "rtol_window", low=1, integer=True)
+        parts.append(MeanRelativeChange(rtol, int(rtol_window)))
+    if max_rounds is not None:
+        check_number(max_rounds, rounds_name, low=min_rounds, integer=True,
+                     hint="Or None for no limit on rounds.")
+        parts.append(MaxIterations(int(max_rounds)))
     if time_budget is not None:
-        if not time_budget > 0:
+        if not (isinstance(time_budget, int | float | np.number) and time_budget > 0):
             raise ValueError(f"time_budget={time_budget!r} must be > 0 seconds or None.")
         parts.append(TimeBudget(time_budget))
-    if tol is not None:
-        if not tol > 0:
-            raise ValueError(f"tol={tol!r} must be > 0 or None.")
-        if window < 1:
-            raise ValueError(f"window={window!r} must be >= 1.")
-        parts.append(Convergence(tol, window))
+    if atol is not None:
+        if not (isinstance(atol, int | float | np.number) and atol > 0):
+            raise ValueError(f"atol={atol!r} must be > 0 (in units of the metric) or None.")
+        check_number(atol_window, "atol_window", low=1, integer=True)
+        parts.append(MaxAbsoluteChange(atol, int(atol_window)))
     if not parts:
         raise ValueError(
-            "No stopping criterion: set at least one of max_iter, time_budget or tol."
+            f"No stopping criterion: set at least one of {rounds_name}, time_budget, atol "
+            "or rtol (or pass stopping=)."
         )
     crit = parts[0]
     for p in parts[1:]:
@@ -197,17 +237,24 @@ def build_stopping(
     return crit
 
 
+def leaves(criterion: StoppingCriterion) -> list[StoppingCriterion]:
+    """The criteria that ``criterion`` combines with ``|`` and ``&`` (itself if none)."""
+    if isinstance(criterion, _Either):
+        return leaves(criterion.a) + leaves(criterion.b)
+    return [criterion]
+
+
 class MeanRelativeChange(StoppingCriterion):
     """Ghorbani & Zou's convergence rule for TMC Shapley.
 
     Over the last ``window`` rounds (the current one included), the mean over
     values of ``|v_t - v_now| / (|v_now| + 1e-12)``; stop when its largest
-    value is below ``tol``. Never fires before ``window`` rounds. The original
-    code uses ``window = 100`` permutations.
+    value is below ``rtol``. Never fires before ``window`` rounds. The original
+    code uses ``rtol = 0.05`` and ``window = 100`` permutations.
     """
 
-    def __init__(self, tol: float, window: int = 100) -> None:
-        self.tol = float(tol)
+    def __init__(self, rtol: float, window: int = 100) -> None:
+        self.rtol = float(rtol)
         self.window = int(window)
         self._history: deque[np.ndarray] = deque(maxlen=self.window)
         self._rounds = -1
@@ -237,7 +284,7 @@ class MeanRelativeChange(StoppingCriterion):
                 now = self._history[-1]
                 scale = np.abs(now) + 1e-12
                 self._error = max(float(np.mean(np.abs(h - now) / scale)) for h in self._history)
-        return self._error < self.tol
+        return self._error < self.rtol
 
     @property
     def error(self) -> float:
@@ -247,7 +294,7 @@ class MeanRelativeChange(StoppingCriterion):
     def completion(self, status: RunStatus) -> float:
         if not np.isfinite(self._error):
             return min(1.0, len(self._history) / self.window) * 0.5
-        return float(min(1.0, self.tol / self._error)) if self._error > 0 else 1.0
+        return float(min(1.0, self.rtol / self._error)) if self._error > 0 else 1.0
 
     def __repr__(self) -> str:
-        return f"MeanRelativeChange(tol={self.tol:g}, window={self.window})"
+        return f"MeanRelativeChange(rtol={self.rtol:g}, window={self.window})"

@@ -49,12 +49,15 @@ class TDShap(CheckpointedValuation):
     k:
         Enhancement (ii): arms evaluated per round on one chain of ``k + 1``
         fits. ``"auto"``: ``min(50, max(1, N // 3))``. ``1`` disables it.
-    max_iter, time_budget, tol, window:
-        Stopping: rounds after initialisation, seconds, or convergence (no
-        value moved more than ``tol`` over ``window`` rounds); the first one
-        reached stops. Initialisation (every arm pulled once) always completes.
+    max_iter, time_budget, atol, atol_window, rtol, rtol_window:
+        Stopping (:func:`tdshap.methods.stopping.build_stopping`; the names
+        mean the same in every method): rounds after initialisation, seconds,
+        no value moving more than ``atol`` (metric units) over ``atol_window``
+        rounds, or a mean relative change below ``rtol`` over ``rtol_window``
+        rounds (TMC's rule); the first one reached stops. Initialisation
+        (every arm pulled once) always completes.
     stopping:
-        A :mod:`tdshap.methods.stopping` criterion that replaces the three above.
+        A :mod:`tdshap.methods.stopping` criterion that replaces the limits above.
     on_error, seed_mode:
         See :class:`tdshap.utility.base.Utility`.
     random_state:
@@ -113,8 +116,10 @@ class TDShap(CheckpointedValuation):
         k: int | str = "auto",
         max_iter: int | None = 50,
         time_budget: float | None = None,
-        tol: float | None = None,
-        window: int = 10,
+        atol: float | None = None,
+        atol_window: int = 10,
+        rtol: float | None = None,
+        rtol_window: int = 100,
         stopping: StoppingCriterion | None = None,
         eps_factor: float = DEFAULT_EPS_FACTOR,
         on_error: str = "fallback",
@@ -137,8 +142,10 @@ class TDShap(CheckpointedValuation):
         self.k = k
         self.max_iter = max_iter
         self.time_budget = time_budget
-        self.tol = tol
-        self.window = window
+        self.atol = atol
+        self.atol_window = atol_window
+        self.rtol = rtol
+        self.rtol_window = rtol_window
         self.stopping = stopping
         self.eps_factor = eps_factor
         self.on_error = on_error
@@ -184,7 +191,9 @@ class TDShap(CheckpointedValuation):
         self.n_min_ = self._resolved_n_min(n, self.k_)
         check_block_size(n, self.k_, self.n_min_)
         if self.stopping is None:
-            self._stop = build_stopping(self.max_iter, self.time_budget, self.tol, self.window)
+            self._stop = build_stopping(
+                max_rounds=self.max_iter, time_budget=self.time_budget, atol=self.atol,
+                atol_window=self.atol_window, rtol=self.rtol, rtol_window=self.rtol_window)
         elif isinstance(self.stopping, StoppingCriterion):
             self._stop = self.stopping
         else:

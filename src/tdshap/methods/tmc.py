@@ -34,12 +34,15 @@ scans every permutation to the end (plain Monte Carlo permutation sampling).
 
 Stopping
 --------
-The first of: the original convergence rule (``tol``, ``window``: the mean
-over rows of the relative change of the running values, largest over the
-last ``window = 100`` permutations, below ``tol = 0.05``; see
-:class:`tdshap.methods.stopping.MeanRelativeChange`), ``max_permutations``, or
-``time_budget`` seconds (checked after each batch). ``stopping`` replaces all
-three with any :mod:`tdshap.methods.stopping` criterion, whose ``rounds`` then count
+The first of: the original convergence rule (``rtol``, ``rtol_window``: the
+mean over rows of the relative change of the running values, largest over
+the last ``rtol_window = 100`` permutations, below ``rtol = 0.05``; see
+:class:`tdshap.methods.stopping.MeanRelativeChange`), ``max_permutations``,
+``time_budget`` seconds (checked after each batch), or, if set, TDShap's
+absolute rule (``atol``, ``atol_window``). The rules are built by
+:func:`tdshap.methods.stopping.build_stopping`, so each name means the same
+as in :class:`~tdshap.methods.TDShap`. ``stopping`` replaces them all with
+any :mod:`tdshap.methods.stopping` criterion, whose ``rounds`` then count
 permutations.
 
 Checkpoints
@@ -65,11 +68,11 @@ from tdshap.methods.checkpoint.mixin import CheckpointedValuation
 from tdshap.methods.checkpoint.run_state import ResumableRun
 from tdshap.methods.progress import RunProgress
 from tdshap.methods.stopping import (
-    MaxIterations,
     MeanRelativeChange,
     RunStatus,
     StoppingCriterion,
-    TimeBudget,
+    build_stopping,
+    leaves,
 )
 from tdshap.utility.base import Chain, Truncation, Utility
 
@@ -109,8 +112,11 @@ class TMCShapley(CheckpointedValuation):
     truncation:
         ``"original"`` (default), ``None``, or ``(tolerance, patience)``;
         see the module docstring.
-    tol, window:
-        The original convergence rule (``None`` disables it).
+    rtol, rtol_window:
+        The original convergence rule (``rtol=None`` disables it).
+    atol, atol_window:
+        Stop once no value moved by more than ``atol`` over ``atol_window``
+        permutations (off by default).
     max_permutations:
         Stop after this many permutations (``None``: no limit).
     time_budget:
@@ -149,8 +155,10 @@ class TMCShapley(CheckpointedValuation):
         estimator: Any = None,
         metric: Any = None,
         truncation: Any = "original",
-        tol: float | None = 0.05,
-        window: int = 100,
+        rtol: float | None = 0.05,
+        rtol_window: int = 100,
+        atol: float | None = None,
+        atol_window: int = 10,
         max_permutations: int | None = None,
         time_budget: float | None = None,
         stopping: StoppingCriterion | None = None,
@@ -169,8 +177,10 @@ class TMCShapley(CheckpointedValuation):
         self.estimator = estimator
         self.metric = metric
         self.truncation = truncation
-        self.tol = tol
-        self.window = window
+        self.rtol = rtol
+        self.rtol_window = rtol_window
+        self.atol = atol
+        self.atol_window = atol_window
         self.max_permutations = max_permutations
         self.time_budget = time_budget
         self.stopping = stopping
@@ -196,28 +206,13 @@ class TMCShapley(CheckpointedValuation):
                 "stopping must be a tdshap.methods.stopping.StoppingCriterion or None."
             )
             self._stop = self.stopping
-            self._convergence = None
-            return
-        parts: list[StoppingCriterion] = []
-        self._convergence = None
-        if self.tol is not None:
-            check_number(self.tol, "tol", low=0, hint="The original rule uses tol=0.05.")
-            check_number(self.window, "window", low=1, integer=True)
-            self._convergence = MeanRelativeChange(self.tol, self.window)
-            parts.append(self._convergence)
-        if self.max_permutations is not None:
-            check_number(self.max_permutations, "max_permutations", low=1, integer=True)
-            parts.append(MaxIterations(int(self.max_permutations)))
-        if self.time_budget is not None:
-            check_number(self.time_budget, "time_budget", low=0)
-            parts.append(TimeBudget(self.time_budget))
-        if not parts:
-            raise ValueError(
-                "No stopping criterion: set at least one of tol, max_permutations or time_budget."
-            )
-        self._stop = parts[0]
-        for p in parts[1:]:
-            self._stop = self._stop | p
+        else:
+            self._stop = build_stopping(
+                max_rounds=self.max_permutations, time_budget=self.time_budget, atol=self.atol,
+                atol_window=self.atol_window, rtol=self.rtol, rtol_window=self.rtol_window,
+                rounds_name="max_permutations", min_rounds=1)
+        rules = [c for c in leaves(self._stop) if isinstance(c, MeanRelativeChange)]
+        self._convergence = rules[0] if rules else None
 
     def _chains(self, utility: Utility, rng: np.random.Generator, count: int,
                 truncation: Truncation | None) -> list[Chain]:

@@ -1,0 +1,72 @@
+"""Stopping rules: one builder, one meaning per parameter name in every method."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tdshap.methods import TDShap, TMCShapley
+from tdshap.methods.stopping import (
+    MaxAbsoluteChange,
+    MaxIterations,
+    MeanRelativeChange,
+    RunStatus,
+    TimeBudget,
+    build_stopping,
+    leaves,
+)
+
+
+def _kinds(crit):
+    return [type(c) for c in leaves(crit)]
+
+
+def test_each_name_builds_its_own_rule():
+    crit = build_stopping(max_rounds=5, time_budget=2.0, atol=0.1, atol_window=3, rtol=0.05,
+                          rtol_window=7)
+    assert _kinds(crit) == [MeanRelativeChange, MaxIterations, TimeBudget, MaxAbsoluteChange]
+    rel, _, _, ab = leaves(crit)
+    assert (rel.rtol, rel.window, ab.atol, ab.window) == (0.05, 7, 0.1, 3)
+
+
+@pytest.mark.parametrize("method", [TDShap(), TMCShapley()])
+def test_the_methods_mean_the_same_by_the_same_name(method):
+    method.set_params(atol=0.2, atol_window=4, rtol=0.3, rtol_window=6, time_budget=None)
+    if isinstance(method, TMCShapley):
+        method.set_params(max_permutations=9)
+    else:
+        method.set_params(max_iter=9)
+    method._check_params(30)
+    rules = {type(c): c for c in leaves(method._stop)}
+    assert (rules[MaxAbsoluteChange].atol, rules[MaxAbsoluteChange].window) == (0.2, 4)
+    assert (rules[MeanRelativeChange].rtol, rules[MeanRelativeChange].window) == (0.3, 6)
+    assert rules[MaxIterations].n == 9
+
+
+def test_defaults_are_the_papers():
+    tdshap, tmc = TDShap(), TMCShapley()
+    tdshap._check_params(300)
+    tmc._check_params(300)
+    assert repr(tdshap._stop) == "MaxIterations(50)"  # the paper's 50 rounds
+    assert repr(tmc._stop) == "MeanRelativeChange(rtol=0.05, window=100)"  # Ghorbani & Zou
+
+
+def test_absolute_rule_fires_once_values_stop_moving():
+    rule = MaxAbsoluteChange(atol=0.1, window=2)
+    values = [np.array([0.0, 1.0]), np.array([0.5, 1.0]), np.array([0.55, 1.0]),
+              np.array([0.56, 1.0])]
+    fired = [rule.check(RunStatus(t, 0.0, v)) for t, v in enumerate(values)]
+    assert fired == [False, False, False, True]  # |0.56 - 0.5| < 0.1 over two rounds
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"atol": 0.0}, "atol=0.0 must be > 0"),
+    ({"rtol": -1.0}, "rtol=-1.0 must be a number >= 0"),
+    ({"max_rounds": 2.5}, "max_iter=2.5 must be a whole number"),
+    ({"time_budget": 0}, "time_budget=0 must be > 0"),
+    ({"atol": 0.1, "atol_window": 0}, "atol_window=0"),
+    ({}, "No stopping criterion: set at least one of max_iter, time_budget, atol or rtol"),
+])
+def test_bad_limits_name_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        build_stopping(**kwargs)
