@@ -66,9 +66,9 @@ def test_a_round_is_m_disjoint_blocks_of_the_smallest_index(breast_cancer_small,
     batches: list[list[Chain]] = []
     original = Utility.evaluate_chains
 
-    def spy(self, chains):
+    def spy(self, chains, executor=None):
         batches.append(list(chains))
-        return original(self, chains)
+        return original(self, chains, executor)
 
     monkeypatch.setattr(Utility, "evaluate_chains", spy)
     m = _run(d, n_blocks=4, max_iter=3)
@@ -151,13 +151,13 @@ def test_counters_and_cache_are_merged_in_order(breast_cancer_small):
     serial = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val)
     expected = serial.evaluate_chains(chains)
     util = Utility(_tree(), "accuracy", d.X_train, d.y_train, d.X_val, d.y_val)
-    util.executor = par.make_executor(2, "threading")
-    got = util.evaluate_chains(chains)
-    util.executor.close()
+    executor = par.make_executor(2, "threading")
+    got = util.evaluate_chains(chains, executor)
+    executor.close()
     for a, b in zip(expected, got, strict=True):
         np.testing.assert_array_equal(a, b)
     assert util.n_fits == serial.n_fits == 6 * 5
-    assert util._cache == serial._cache
+    assert dict(util.cache_items()) == dict(serial.cache_items())
     assert util.fit_seconds > 0
 
 

@@ -34,9 +34,9 @@ def test_every_sampled_prefix_respects_n_min(breast_cancer_small, monkeypatch):
     seen: list[Chain] = []
     original = Utility.evaluate_chains
 
-    def spy(self, chains):
+    def spy(self, chains, executor=None):
         seen.extend(chains)
-        return original(self, chains)
+        return original(self, chains, executor)
 
     monkeypatch.setattr(Utility, "evaluate_chains", spy)
     TDShap(_tree(), "accuracy", n_min=30, k=7, max_iter=20, random_state=0).fit(

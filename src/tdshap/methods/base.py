@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,10 +12,10 @@ from sklearn.base import BaseEstimator
 
 from tdshap._validation import check_data
 from tdshap.result import ValuationResult
-from tdshap.utility.base import SEED_MODES, Utility
+from tdshap.utility.base import SEED_MODES, Chain, Utility
 from tdshap.utility.fast import make_utility
 from tdshap.utility.metrics import default_metric
-from tdshap.utility.parallel import make_executor
+from tdshap.utility.parallel import Executor, make_executor
 from tdshap.utility.warm_start import prepare_estimator
 
 
@@ -40,6 +41,8 @@ class BaseValuation(BaseEstimator):
     algorithm = "base"
     n_jobs: Any = 1
     backend: Any = "loky"
+    # the run's workers, passed to every evaluate_chains call; None: in-process
+    _executor: Executor | None = None
 
     def _check_common(self) -> None:
         if self.estimator is None or not hasattr(self.estimator, "fit"):
@@ -62,15 +65,22 @@ class BaseValuation(BaseEstimator):
         self._check_params(len(ya))
         rng = np.random.default_rng(self.random_state)
         utility = self._make_utility(Xa, ya, Xv, yv, int(rng.integers(2**32)))
-        utility.executor = make_executor(self.n_jobs, self.backend)
+        self._executor = make_executor(self.n_jobs, self.backend)
         return utility, rng
 
-    @staticmethod
-    def _release(utility: Utility) -> None:
-        """Shut down the utility's parallel executor, if any (idempotent)."""
-        if utility.executor is not None:
-            utility.executor.close()
-            utility.executor = None
+    def _evaluate(self, utility: Utility, chains: Sequence[Chain]) -> list[np.ndarray]:
+        """``utility.evaluate_chains`` on this run's workers (if any)."""
+        return utility.evaluate_chains(chains, self._executor)
+
+    @property
+    def _n_workers(self) -> int:
+        return 1 if self._executor is None else self._executor.n_workers
+
+    def _release(self) -> None:
+        """Shut down the run's parallel executor, if any (idempotent)."""
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
 
     def _make_utility(
         self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray, run_seed: int
@@ -115,7 +125,7 @@ class BaseValuation(BaseEstimator):
         variances: np.ndarray,
         **kwargs: Any,
     ) -> ValuationResult:
-        self._release(utility)
+        self._release()
         stats = utility.stats()
         counted = ("n_fits", "n_evaluations", "fit_seconds")
         extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}

@@ -110,7 +110,7 @@ class LeaveOneOut(BaseValuation):
         step = int(self.batch_size)
         for lo in range(0, len(subsets), step):
             chains = [Chain(s, empty, seed) for s in subsets[lo : lo + step]]
-            scores.extend(float(out[0]) for out in utility.evaluate_chains(chains))
+            scores.extend(float(out[0]) for out in self._evaluate(utility, chains))
         return scores[0] - np.asarray(scores[1:])
 
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> LeaveOneOut:
@@ -144,7 +144,7 @@ class LeaveOneOut(BaseValuation):
                     break
         finally:
             bar.close()
-            self._release(utility)  # workers are shut down even when a fit raises
+            self._release()  # workers are shut down even when a fit raises
         rest = remaining[np.lexsort((rng.random(len(remaining)), values[remaining]))]
         order = np.concatenate([np.asarray(removed, dtype=np.int64), rest])
         self.order_ = order

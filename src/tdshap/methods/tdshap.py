@@ -212,7 +212,7 @@ class TDShap(CheckpointedValuation):
         for block in blocks:
             prefix, ordered = sample_chain(run.rng, utility.n, block, self.n_min_)
             chains.append(Chain(prefix, ordered, int(run.rng.integers(2**32))))
-        marginals = [np.diff(scores) for scores in utility.evaluate_chains(chains)]
+        marginals = [np.diff(scores) for scores in self._evaluate(utility, chains)]
         for chain, rewards in zip(chains, marginals, strict=True):
             run.state.update(chain.block, rewards)
 
@@ -242,7 +242,7 @@ class TDShap(CheckpointedValuation):
         try:
             self._fit(utility, rng)
         finally:
-            self._release(utility)
+            self._release()
         return self
 
     def _fit(self, utility: Utility, rng: np.random.Generator) -> None:
@@ -252,7 +252,7 @@ class TDShap(CheckpointedValuation):
         state, k = run.state, self.k_
         start = time.perf_counter() - run.elapsed
         saver = self._saver(utility)
-        workers = getattr(utility.executor, "n_workers", 1)
+        workers = self._n_workers
         if workers > self.n_blocks:
             warnings.warn(
                 f"n_blocks={self.n_blocks} chains per round for {workers} workers: only the "
@@ -325,7 +325,7 @@ class TDShap(CheckpointedValuation):
                 "k": self.k_,
                 "n_min": self.n_min_,
                 "n_blocks": self.n_blocks,
-                "n_workers": getattr(utility.executor, "n_workers", 1),
+                "n_workers": self._n_workers,
                 "metric": utility.metric.name,
                 "rounds": run.rounds,
                 "init_blocks": len(run.init_blocks),

@@ -226,7 +226,7 @@ class TMCShapley(CheckpointedValuation):
         try:
             self._fit(utility, rng)
         finally:
-            self._release(utility)  # workers are shut down even when a fit raises
+            self._release()  # workers are shut down even when a fit raises
         return self
 
     def _fit(self, utility: Utility, rng: np.random.Generator) -> None:
@@ -256,7 +256,7 @@ class TMCShapley(CheckpointedValuation):
                 if self.stopping is None and self.max_permutations is not None:
                     size = min(size, int(self.max_permutations) - run.rounds)  # no surplus
                 chains = self._chains(utility, run.rng, size, truncation)
-                for chain, scores in zip(chains, utility.evaluate_chains(chains), strict=True):
+                for chain, scores in zip(chains, self._evaluate(utility, chains), strict=True):
                     moments.update(chain.block, np.diff(scores))
                     run.rounds += 1
                     status = RunStatus(run.rounds, time.perf_counter() - start, moments.mu)

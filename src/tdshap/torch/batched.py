@@ -11,7 +11,7 @@ masks) and scores them all with one vmapped forward pass.
 ``utility_class`` (``batched=True``).
 
 It overrides :meth:`evaluate_chains` itself, so a parallel ``executor``
-(``n_jobs``) is not used: the stacks run in this process, on its device.
+(``n_jobs``) passed to it is not used: the stacks run in this process, on its device.
 Counters (``n_fits``, ``n_evaluations``, ``n_cache_hits``, ``fit_seconds``)
 mean what they mean for :class:`~tdshap.utility.base.Utility`. TMC truncation is
 applied after the fact (:meth:`~tdshap.utility.base.Truncation.apply`): a chain
@@ -37,7 +37,7 @@ from tdshap.torch.training import (
     stack_states,
     train_stacked,
 )
-from tdshap.utility.base import Chain, Truncation, Utility
+from tdshap.utility.base import Chain, ChainExecutor, Truncation, Utility
 
 
 @dataclass
@@ -71,7 +71,10 @@ class BatchedTorchUtility(Utility):
                        truncation: Truncation | None = None) -> np.ndarray:
         return self.evaluate_chains([Chain(prefix, block, seed, truncation)])[0]
 
-    def evaluate_chains(self, chains: Sequence[Chain]) -> list[np.ndarray]:
+    def evaluate_chains(
+        self, chains: Sequence[Chain], executor: ChainExecutor | None = None
+    ) -> list[np.ndarray]:
+        """Every chain's scores, its fits trained in stacks here (``executor`` is not used)."""
         if self.metric.from_predictions is None:  # the metric needs the model itself
             return [Utility.evaluate_chain(self, c.prefix, c.block, c.seed, c.truncation)
                     for c in chains]

@@ -37,11 +37,12 @@ For estimators with a ``random_state`` parameter (anywhere in a pipeline),
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol, Self
 
 import numpy as np
 from sklearn.base import clone, is_classifier
@@ -130,6 +131,18 @@ class Chain:
     block: np.ndarray
     seed: int
     truncation: Truncation | None = None
+
+
+class ChainExecutor(Protocol):
+    """Evaluates chains somewhere else (workers, a cluster); see :mod:`tdshap.utility.parallel`.
+
+    ``evaluate`` returns the chains' scores in order and merges the workers'
+    counters and cache entries into ``utility`` (:meth:`Utility.merge`).
+    """
+
+    n_workers: int
+
+    def evaluate(self, utility: Utility, chains: Sequence[Chain]) -> list[np.ndarray]: ...
 
 
 def random_state_params(estimator: Any) -> list[str]:
@@ -230,8 +243,6 @@ class Utility:
         self.n_cache_hits = 0
         self.n_truncated = 0
         self.fit_seconds = 0.0
-        # set by a method running with n_jobs > 1 (see tdshap.utility.parallel); None: in-process
-        self.executor: Any = None
 
     @property
     def n(self) -> int:
@@ -341,20 +352,63 @@ class Utility:
                 break
         return out
 
-    def evaluate_chains(self, chains: Sequence[Chain]) -> list[np.ndarray]:
+    def evaluate_chains(
+        self, chains: Sequence[Chain], executor: ChainExecutor | None = None
+    ) -> list[np.ndarray]:
         """Evaluate several chains; results in the order given.
 
         Every method evaluates through this one call, so that a parallel or
-        distributed backend only has to replace it: with an ``executor`` set
-        (:mod:`tdshap.utility.parallel`) the chains run on its workers.
+        distributed backend only has to replace it: with an ``executor``
+        (:func:`tdshap.utility.parallel.make_executor`) the chains run on its
+        workers, which merge their counters and cache entries back in order.
         """
-        if self.executor is not None and len(chains) > 1:
-            return self.executor.evaluate(self, chains)
+        if executor is not None and len(chains) > 1:
+            return executor.evaluate(self, chains)
         return [self.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
 
+    # -- the run's state: counters and cache -------------------------------
+    # Checkpoints save and restore it, a rewound step takes its part back, and
+    # parallel workers evaluate on fresh copies whose state is merged back.
     def counters(self) -> dict[str, Any]:
         """The current value of every counter in :attr:`counter_names`."""
         return {name: getattr(self, name) for name in self.counter_names}
+
+    def set_counters(self, counters: Mapping[str, Any]) -> None:
+        """Set every counter to its value in ``counters`` (0 when missing)."""
+        for name in self.counter_names:
+            setattr(self, name, type(getattr(self, name))(counters.get(name, 0)))
+
+    @property
+    def cache_size(self) -> int:
+        """How many scores the cache holds."""
+        return len(self._cache)
+
+    def cache_items(self) -> list[tuple[bytes, float]]:
+        """The cached ``(key, score)`` pairs, oldest first."""
+        return list(self._cache.items())
+
+    def load_cache(self, items: Iterable[tuple[bytes, float]]) -> None:
+        """Replace the cache by ``items`` (as :meth:`cache_items` returned them)."""
+        self._cache = {bytes(k): float(v) for k, v in items}
+
+    def forget_since(self, size: int) -> None:
+        """Drop the cache entries added after it held ``size`` (dicts keep insertion order)."""
+        for key in list(self._cache)[size:]:
+            del self._cache[key]
+
+    def merge(self, counters: Mapping[str, Any], cache: Mapping[bytes, float]) -> None:
+        """Add a worker's counters and (when caching) its cache entries to this utility's."""
+        for name, value in counters.items():
+            setattr(self, name, getattr(self, name) + value)
+        if self.use_cache:
+            self._cache.update(cache)
+
+    def fresh_copy(self) -> Self:
+        """A copy sharing the data and estimator, with zero counters and an empty cache."""
+        local = copy.copy(self)
+        local._cache = {}
+        local.set_counters({})
+        return local
 
     def stats(self) -> dict[str, Any]:
         """Counters for the result (fits, evaluations, cache hits, seconds) and the seed mode."""

@@ -1,8 +1,8 @@
 """Parallel and distributed evaluation of chains: joblib locally, Dask on a cluster.
 
 Every method evaluates through :meth:`tdshap.utility.base.Utility.evaluate_chains`;
-when a method runs with ``n_jobs != 1`` or ``backend="dask"``, the utility
-gets an *executor* (:func:`make_executor`) that ships the chains to workers,
+when a method runs with ``n_jobs != 1`` or ``backend="dask"``, it passes an
+*executor* (:func:`make_executor`) to that call, which ships the chains to workers,
 runs :meth:`~tdshap.utility.base.Utility.evaluate_chain` there (so fast-path
 subclasses keep their speed) and merges the results back.
 
@@ -35,7 +35,6 @@ exceed the wall time of a parallel run.
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import pickle
@@ -104,14 +103,10 @@ def run_chains(utility: Utility, chains: Sequence[Chain], threads: int = 1) -> C
     The copy shares the (read-only) data and estimator but has its own
     counters and cache, so concurrent tasks on one shipped utility never race.
     """
-    local = copy.copy(utility)
-    local._cache = {}
-    local.executor = None
-    for name in utility.counter_names:
-        setattr(local, name, type(getattr(utility, name))(0))
+    local = utility.fresh_copy()
     with limited_threads(threads):
         scores = [local.evaluate_chain(c.prefix, c.block, c.seed, c.truncation) for c in chains]
-    return scores, local.counters(), local._cache
+    return scores, local.counters(), dict(local.cache_items())
 
 
 _WORKER_UTILITIES: OrderedDict[str, Utility] = OrderedDict()
@@ -148,10 +143,8 @@ def single_threaded(estimator: Any) -> Any:
 
 
 def worker_copy(utility: Utility) -> Utility:
-    """What is shipped to workers: the utility without its cache, executor or threads."""
-    shipped = copy.copy(utility)
-    shipped._cache = {}
-    shipped.executor = None
+    """What is shipped to workers: the utility without its cache, counters or threads."""
+    shipped = utility.fresh_copy()
     shipped.estimator = single_threaded(utility.estimator)
     return shipped
 
@@ -161,10 +154,7 @@ def merge(utility: Utility, outputs: Sequence[ChainOutput]) -> list[np.ndarray]:
     scores: list[np.ndarray] = []
     for chain_scores, counters, cache in outputs:
         scores.extend(chain_scores)
-        for name, value in counters.items():
-            setattr(utility, name, getattr(utility, name) + value)
-        if utility.use_cache:
-            utility._cache.update(cache)
+        utility.merge(counters, cache)
     return scores
 
 

@@ -136,11 +136,12 @@ def check_resumable(
 def utility_state(utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Counters (JSON) and cache (arrays) of ``utility``, to be saved."""
     counters = utility.counters()
-    keys = list(utility._cache)
+    items = utility.cache_items()
+    keys = [k for k, _ in items]
     arrays = {
         "cache_keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), -1)
         if keys else np.zeros((0, 16), dtype=np.uint8),
-        "cache_values": np.fromiter(utility._cache.values(), dtype=float, count=len(keys)),
+        "cache_values": np.fromiter((v for _, v in items), dtype=float, count=len(keys)),
     }
     return counters, arrays
 
@@ -148,10 +149,8 @@ def utility_state(utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarra
 def restore_utility(utility: Utility, counters: dict[str, Any],
                     arrays: dict[str, np.ndarray]) -> None:
     """Put saved counters and cache entries back into ``utility``."""
-    for name in utility.counter_names:
-        setattr(utility, name, type(getattr(utility, name))(counters.get(name, 0)))
-    keys, values = arrays["cache_keys"], arrays["cache_values"]
-    utility._cache = {bytes(k): float(v) for k, v in zip(keys, values, strict=True)}
+    utility.set_counters(counters)
+    utility.load_cache(zip(arrays["cache_keys"], arrays["cache_values"], strict=True))
 
 
 class CheckpointSchedule:

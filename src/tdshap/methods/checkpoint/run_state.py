@@ -60,7 +60,7 @@ class ResumableRun:
         self._mark = {
             "rng": self.rng.bit_generator.state,
             "counters": utility.counters(),
-            "cache_size": len(utility._cache),
+            "cache_size": utility.cache_size,
             "arrays": {k: v.copy() for k, v in self.state.arrays().items()},
             "stop": stop.get_state(),
             "fields": self.fields(),
@@ -82,10 +82,8 @@ class ResumableRun:
         if mark is None:
             return
         self.rng.bit_generator.state = mark["rng"]
-        for name, value in mark["counters"].items():
-            setattr(utility, name, value)
-        for key in list(utility._cache)[mark["cache_size"] :]:  # dicts keep insertion order
-            del utility._cache[key]
+        utility.set_counters(mark["counters"])
+        utility.forget_since(mark["cache_size"])
         for name, saved in mark["arrays"].items():
             getattr(self.state, name)[...] = saved
         stop.set_state(mark["stop"])
