@@ -101,9 +101,15 @@ def test_resume_input_errors(breast_cancer_small, tmp_path):
         _model(resume=junk).fit(*args)
     with pytest.raises(ValueError, match="checkpoint_every"):
         _model(checkpoint=junk, checkpoint_every=-1).fit(*args)
-    # resume=True without a file yet starts afresh
-    fresh = _fit(d, max_iter=3, checkpoint=tmp_path / "new.tdshap", resume=True)
+    # resume=True without a file yet starts afresh, says so, and creates the folder
+    path = tmp_path / "new" / "run.tdshap"
+    fresh = _fit(d, max_iter=3, checkpoint=path, resume=True)
     _same_run(fresh, _fit(d, max_iter=3))
+    assert fresh.result_.extra["resume"] == f"started afresh: no checkpoint at {path} yet"
+    assert "resume" not in _fit(d, max_iter=3).result_.extra  # not asked: not reported
+    again = _fit(d, max_iter=3, checkpoint=path, resume=True)
+    assert again.result_.extra["resume"] == f"continued from {path}"
+    assert _fit(d, max_iter=3, resume=path).result_.extra["resume"] == f"continued from {path}"
 
 
 _CHILD = textwrap.dedent("""

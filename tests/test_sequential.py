@@ -116,6 +116,9 @@ def test_a_killed_run_resumes_after_its_last_stage(data, tmp_path, monkeypatch):
     np.testing.assert_array_equal(resumed.values_, expected.values_)
     assert resumed.result_.n_fits == expected.result_.n_fits
     assert checkpoint_info(path)["finished"]
+    assert resumed.result_.extra["resume"] == f"continued from {path}"
     with pytest.raises(ValueError, match=r"different settings.*step"):
         SequentialRemoval(expected.method, step=2, max_remove=16, random_state=1,
                           resume=path).fit(*data)
+    with pytest.raises(ValueError, match="no such checkpoint file"):  # the same rule as TDShap's
+        make(resume=tmp_path / "missing.tdshap").fit(*data)

@@ -31,18 +31,13 @@ from sklearn.base import BaseEstimator, clone
 
 from tdshap._validation import check_data, check_number
 from tdshap.methods.base import seed_of
-from tdshap.methods.checkpoint.files import (
-    check_resumable,
-    data_fingerprint,
-    read_checkpoint,
-    resume_path,
-    write_checkpoint,
-)
+from tdshap.methods.checkpoint.files import data_fingerprint
+from tdshap.methods.checkpoint.mixin import Checkpointing
 from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
 
 
-class SequentialRemoval(BaseEstimator):
+class SequentialRemoval(Checkpointing, BaseEstimator):
     """Rank rows by repeated valuation and removal (see the module docstring).
 
     Parameters
@@ -64,10 +59,11 @@ class SequentialRemoval(BaseEstimator):
         Show a progress bar over the stages.
     checkpoint, resume:
         Save the run to the file ``checkpoint`` after every stage (atomically,
-        see :mod:`tdshap.methods.checkpoint.files`); ``resume`` (a path, or ``True`` for the
-        ``checkpoint`` file when it exists) continues a saved run, which then
-        ends as the uninterrupted run would. A killed run loses at most the
-        stage in progress.
+        see :mod:`tdshap.methods.checkpoint.files`); ``resume`` continues a
+        saved run, which then ends as the uninterrupted run would, with the
+        meaning every method gives it
+        (:class:`~tdshap.methods.checkpoint.mixin.Checkpointing`). A killed
+        run loses at most the stage in progress.
 
     Attributes
     ----------
@@ -77,6 +73,9 @@ class SequentialRemoval(BaseEstimator):
     n_stages_:
         Stages run.
     """
+
+    #: a checkpoint after every stage: a stage is a whole run of ``method``
+    checkpoint_every = 0.0
 
     def __init__(self, method: Any = None, step: int = 10, max_remove: int | None = None,
                  random_state: Any = None, progress: bool = False,
@@ -99,6 +98,7 @@ class SequentialRemoval(BaseEstimator):
             raise ValueError("method must be a tdshap valuation method such as TDShap(Ridge()), "
                              f"not the model itself: got {self.method!r}.")
         check_number(self.step, "step", low=1, integer=True, hint="Rows removed per stage.")
+        self._check_checkpoint_params()
         if self.max_remove is None:
             return max(1, n // 2)
         check_number(self.max_remove, "max_remove", low=1, integer=True,
@@ -120,22 +120,18 @@ class SequentialRemoval(BaseEstimator):
         data = data_fingerprint(Xa, ya, Xv, yv)
         settings = self._settings(max_remove)
         run = _SequentialRun.fresh(n, np.random.default_rng(self.random_state))
-        path = resume_path(self.resume, self.checkpoint)
-        if path is not None:
-            meta, arrays = read_checkpoint(path)
-            check_resumable(meta, self.algorithm, data, settings, path)
-            run = _SequentialRun.restore(meta, arrays)
+        saved = self._resume_from(data, settings)
+        if saved is not None:
+            run = _SequentialRun.restore(*saved)
+        saver = self._schedule(data, settings)
         start = time.perf_counter() - run.elapsed
         bar = RunProgress(self.progress, desc=f"sequential {self.method.__class__.__name__}")
         try:
             while run.done < max_remove:
                 self._stage(run, Xa, ya, Xv, yv, min(int(self.step), max_remove - run.done))
                 run.elapsed = time.perf_counter() - start
-                if self.checkpoint is not None:
-                    write_checkpoint(self.checkpoint, {"algorithm": self.algorithm, "data": data,
-                                                       "settings": settings, **run.meta(),
-                                                       "finished": run.done >= max_remove},
-                                     run.arrays())
+                if saver is not None:
+                    saver.write({**run.meta(), "finished": run.done >= max_remove}, run.arrays())
                 bar.update(run.done / max_remove, removed=run.done, fits=run.totals["n_fits"])
         finally:
             bar.close()
@@ -154,7 +150,7 @@ class SequentialRemoval(BaseEstimator):
             config=settings,
             extra={"stages": self.n_stages_, "max_remove": max_remove, "step": int(self.step),
                    "inner_algorithm": getattr(self.method, "algorithm", None),
-                   "stage_fits": list(run.stage_fits)},
+                   "stage_fits": list(run.stage_fits), **self._resume_extra()},
             order=order,
             index=X.index.to_numpy() if isinstance(X, pd.DataFrame) else None,
         )

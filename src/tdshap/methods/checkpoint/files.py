@@ -24,6 +24,7 @@ import io
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,9 @@ def data_fingerprint(*arrays: np.ndarray) -> str:
 def write_checkpoint(
     path: str | os.PathLike[str], meta: dict[str, Any], arrays: dict[str, np.ndarray]
 ) -> Path:
-    """Write ``meta`` (JSON-able) and ``arrays`` to ``path`` atomically."""
+    """Write ``meta`` (JSON-able) and ``arrays`` to ``path`` atomically (creating its folder)."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     header = {"format": FORMAT, "version": FORMAT_VERSION, **meta}
     blob = np.frombuffer(json.dumps(jsonable(header)).encode(), dtype=np.uint8)
     buf = io.BytesIO()
@@ -90,21 +92,46 @@ def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {k: meta.get(k) for k in keys}
 
 
-def resume_path(resume: Any, checkpoint: Any) -> str | os.PathLike[str] | None:
-    """The file a method's ``resume`` parameter points at, or None for a fresh run.
+@dataclass(frozen=True)
+class ResumePlan:
+    """What a method's ``resume`` parameter means for this run (see :func:`plan_resume`).
 
-    ``resume=True`` means the ``checkpoint`` file, if a previous run left one.
+    ``path`` is the checkpoint to continue (None: a fresh run); ``note`` says
+    what was decided, for the result's ``extra["resume"]`` (None when resuming
+    was not asked for).
     """
+
+    path: Path | None
+    note: str | None
+
+
+def plan_resume(resume: Any, checkpoint: Any) -> ResumePlan:
+    """The one place that decides what ``resume`` means, for every method.
+
+    * ``None`` or ``False``: a fresh run.
+    * ``True``: continue the ``checkpoint`` file if a previous run left one,
+      else start afresh (the note says which); ``checkpoint`` must be set.
+    * a path: continue that file, which must exist.
+    """
+    if resume is None or resume is False:
+        return ResumePlan(None, None)
     if resume is True:
         if checkpoint is None:
             raise ValueError("resume=True continues the file given as checkpoint=: set "
                              "checkpoint='run.tdshap', or pass the file as resume=.")
-        return checkpoint if os.path.exists(checkpoint) else None
-    if resume is None or resume is False:
-        return None
-    if not os.path.exists(resume):
-        raise ValueError(f"resume={str(resume)!r}: no such checkpoint file.")
-    return resume
+        path = Path(checkpoint)
+        if path.is_file():
+            return ResumePlan(path, f"continued from {path}")
+        return ResumePlan(None, f"started afresh: no checkpoint at {path} yet")
+    if not isinstance(resume, str | os.PathLike):
+        raise ValueError(f"resume={resume!r} must be True, a checkpoint file's path, or None.")
+    path = Path(resume)
+    if not path.is_file():
+        raise ValueError(
+            f"resume={str(resume)!r}: no such checkpoint file. Pass resume=True to continue "
+            "the checkpoint= file when it exists and start afresh otherwise."
+        )
+    return ResumePlan(path, f"continued from {path}")
 
 
 def check_resumable(

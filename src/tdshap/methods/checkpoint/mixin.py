@@ -1,16 +1,22 @@
 """Checkpoint and resume for a valuation method's run (see :mod:`tdshap.methods.checkpoint.files`).
 
-:class:`CheckpointedValuation` holds what TDShap and TMC Shapley share: the
-``checkpoint``, ``checkpoint_every`` and ``resume`` parameters, the settings
-a checkpoint must agree on, finding and checking the checkpoint to resume,
-saving on schedule, and saving the last consistent state when a step is
-interrupted by an error or Ctrl-C.
+:class:`Checkpointing` holds what every method that checkpoints shares
+(TDShap, TMC Shapley, :class:`~tdshap.methods.SequentialRemoval`): the
+``checkpoint``, ``checkpoint_every`` and ``resume`` parameters, what
+``resume`` means (decided once, by
+:func:`~tdshap.methods.checkpoint.files.plan_resume`), finding and checking
+the checkpoint to resume against the data and settings, and saving on
+schedule. :class:`CheckpointedValuation` adds what the methods built on a
+:class:`~tdshap.utility.base.Utility` need: the settings a checkpoint must
+agree on, saving a :class:`~tdshap.methods.checkpoint.run_state.ResumableRun`,
+and saving the last consistent state when a step is interrupted by an error
+or Ctrl-C.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,33 +24,73 @@ from tdshap._validation import check_number
 from tdshap.methods.base import BaseValuation
 from tdshap.methods.checkpoint.files import (
     CheckpointSchedule,
+    ResumePlan,
     check_resumable,
     data_fingerprint,
+    plan_resume,
     read_checkpoint,
-    resume_path,
 )
 from tdshap.methods.checkpoint.run_state import ResumableRun
 from tdshap.methods.stopping import StoppingCriterion
+from tdshap.result import ValuationResult
 from tdshap.utility.base import Utility
 
 #: Parameters that never change the computation: a run may be resumed with others.
 FREE_SETTINGS = ("n_jobs", "backend", "progress", "checkpoint", "checkpoint_every", "resume")
 
+Saved = tuple[dict[str, Any], dict[str, np.ndarray]]
 
-class CheckpointedValuation(BaseValuation):
-    """A valuation method whose runs checkpoint and resume exactly."""
 
-    #: budget parameters (a run may be extended by resuming with a larger one)
-    budget_settings: tuple[str, ...] = ()
+class Checkpointing:
+    """The ``checkpoint``, ``checkpoint_every`` and ``resume`` parameters of a method.
+
+    ``resume=True`` continues the ``checkpoint`` file when it exists and
+    starts afresh otherwise; ``resume=PATH`` continues that file, which must
+    exist. The result's ``extra["resume"]`` says what happened (only when
+    ``resume`` was set).
+    """
 
     checkpoint: str | os.PathLike[str] | None
     checkpoint_every: float
     resume: str | os.PathLike[str] | bool | None
 
-    def _check_checkpoint_params(self) -> None:
+    if TYPE_CHECKING:  # a class attribute or a property of the method (SequentialRemoval's)
+        @property
+        def algorithm(self) -> str: ...
+
+    def _check_checkpoint_params(self) -> ResumePlan:
         check_number(self.checkpoint_every, "checkpoint_every", low=0,
                      hint="It is in seconds; 0 saves after every step.")
-        resume_path(self.resume, self.checkpoint)  # fails early on a bad combination
+        return plan_resume(self.resume, self.checkpoint)  # fails early on a bad combination
+
+    def _resume_from(self, data: str, settings: dict[str, Any]) -> Saved | None:
+        """The checkpoint to resume, checked against ``data`` and ``settings`` (or None)."""
+        plan = plan_resume(self.resume, self.checkpoint)
+        self._resume_note = plan.note
+        if plan.path is None:
+            return None
+        meta, arrays = read_checkpoint(plan.path)
+        check_resumable(meta, self.algorithm, data, settings, plan.path)
+        return meta, arrays
+
+    def _schedule(self, data: str, settings: dict[str, Any]) -> CheckpointSchedule | None:
+        """Where and how often this run saves (None: it does not)."""
+        if self.checkpoint is None:
+            return None
+        return CheckpointSchedule(self.checkpoint, self.checkpoint_every,
+                                  algorithm=self.algorithm, data=data, settings=settings)
+
+    def _resume_extra(self) -> dict[str, Any]:
+        """``{"resume": note}`` for the result when resuming was asked for."""
+        note = getattr(self, "_resume_note", None)
+        return {} if note is None else {"resume": note}
+
+
+class CheckpointedValuation(BaseValuation, Checkpointing):
+    """A valuation method whose runs checkpoint and resume exactly."""
+
+    #: budget parameters (a run may be extended by resuming with a larger one)
+    budget_settings: tuple[str, ...] = ()
 
     def _settings(self, utility: Utility) -> dict[str, Any]:
         """What a checkpoint must agree on to be resumed."""
@@ -55,22 +101,21 @@ class CheckpointedValuation(BaseValuation):
         out["metric"] = utility.metric.name
         return out
 
-    def _load(self, utility: Utility) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    @staticmethod
+    def _fingerprint(utility: Utility) -> str:
+        return data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
+
+    def _load(self, utility: Utility) -> Saved | None:
         """The checkpoint to resume, checked against this data and these settings (or None)."""
-        path = resume_path(self.resume, self.checkpoint)
-        if path is None:
-            return None
-        meta, arrays = read_checkpoint(path)
-        data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
-        check_resumable(meta, self.algorithm, data, self._settings(utility), path)
-        return meta, arrays
+        return self._resume_from(self._fingerprint(utility), self._settings(utility))
 
     def _saver(self, utility: Utility) -> CheckpointSchedule | None:
-        if self.checkpoint is None:
-            return None
-        data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
-        return CheckpointSchedule(self.checkpoint, self.checkpoint_every, algorithm=self.algorithm,
-                                  data=data, settings=self._settings(utility))
+        return self._schedule(self._fingerprint(utility), self._settings(utility))
+
+    def _result(self, utility: Utility, start: float, **kwargs: Any) -> ValuationResult:
+        result = super()._result(utility, start, **kwargs)
+        result.extra.update(self._resume_extra())
+        return result
 
     @staticmethod
     def _save(saver: CheckpointSchedule | None, utility: Utility, run: ResumableRun,
