@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import Ridge
+from sklearn.tree import DecisionTreeRegressor
 
 from tdshap import LeaveOneOut, SequentialRemoval, TDShap, cleanse
 
@@ -19,17 +20,21 @@ def data():
     return X[:50], y[:50], X[50:], y[50:]
 
 
-def test_sequential_plain_loo_is_loo_k(data):
+@pytest.mark.parametrize("estimator", [Ridge(), DecisionTreeRegressor(max_depth=2)])
+def test_sequential_plain_loo_is_loo_k(data, estimator):
     for k in (1, 3):
-        loo_k = LeaveOneOut(Ridge(), "neg_mae", k=k, max_remove=12, fast_path=False).fit(*data)
-        seq = SequentialRemoval(LeaveOneOut(Ridge(), "neg_mae", fast_path=False), step=k,
-                                max_remove=12, random_state=0).fit(*data)
-        np.testing.assert_array_equal(seq.order_[:12], loo_k.order_[:12])
-        # |R| + 1 fits per stage; with k = 1, LOO_k's cache knows each stage's V(R) from
-        # the stage before (it was V(R' minus n) there)
-        shared = seq.n_stages_ - 1 if k == 1 else 0
-        assert seq.result_.n_fits == loo_k.result_.n_fits + shared
-        assert seq.n_stages_ == -(-12 // k)
+        loo_k = LeaveOneOut(estimator, "neg_mae", k=k, max_remove=12, fast_path=False,
+                            random_state=4).fit(*data)
+        seq = SequentialRemoval(LeaveOneOut(estimator, "neg_mae", fast_path=False), step=k,
+                                max_remove=12, random_state=4).fit(*data)
+        # one implementation: the same order (ties included: the tree has many), values, fits
+        np.testing.assert_array_equal(seq.order_, loo_k.order_)
+        np.testing.assert_array_equal(seq.values_, loo_k.values_)
+        assert seq.result_.n_fits == loo_k.result_.n_fits
+        assert seq.result_.algorithm == "sequential_loo"
+        assert seq.n_stages_ == -(-12 // k) == len(seq.result_.extra["stage_fits"])
+    with pytest.raises(ValueError, match="does not checkpoint"):
+        SequentialRemoval(LeaveOneOut(Ridge()), checkpoint="x.tdshap").fit(*data)
 
 
 def test_order_is_a_full_ranking_and_values_come_from_the_removing_stage(data):

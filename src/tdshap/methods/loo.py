@@ -13,6 +13,10 @@ order they were removed, then the rows never removed by their last value
 protocol. ``values`` hold each row's LOO value in the round that removed it
 (or the last round).
 
+This is the one implementation of LOO_k:
+``SequentialRemoval(LeaveOneOut(), step=k)`` runs it (as ``LeaveOneOut(k=k)``),
+so both give the same values, order and fits.
+
 Every subset is one :class:`~tdshap.utility.base.Chain` with an empty block,
 evaluated ``batch_size`` at a time through ``Utility.evaluate_chains``, and
 all with the run's seed so that values differ only by the rows left out.
@@ -124,13 +128,16 @@ class LeaveOneOut(BaseValuation):
         remaining = np.arange(n)
         removed: list[int] = []
         rounds = 0
+        round_fits: list[int] = []
         bar = RunProgress(self.progress, desc=f"LOO k={self.k_} N={n}")
         try:
             while True:
+                fits = utility.n_fits
                 phi = self._loo_values(utility, remaining, seed)
                 values[remaining] = phi
                 counts[remaining] += 1
                 rounds += 1
+                round_fits.append(utility.n_fits - fits)
                 take = min(self.k_, self.max_remove_ - len(removed))
                 # lowest first; ties by a seeded shuffle, as ValuationResult.ranking does
                 pick = np.lexsort((rng.random(len(remaining)), phi))[:take]
@@ -160,6 +167,7 @@ class LeaveOneOut(BaseValuation):
                 "k": self.k_,
                 "max_remove": self.max_remove_,
                 "rounds": rounds,
+                "round_fits": round_fits,
                 "n_removed_sequentially": len(removed),
             },
         )

@@ -7,7 +7,9 @@ removals; :class:`SequentialRemoval` does the same for any valuation method,
 TDShap included: each stage fits a clone of ``method`` on the rows that
 remain, removes the ``step`` rows it ranks lowest, and stops once
 ``max_remove`` rows are ranked. ``SequentialRemoval(LeaveOneOut(), step=k)``
-is LOO_k.
+is LOO_k, and runs as :class:`~tdshap.methods.LeaveOneOut` with ``k=step``
+(one implementation of LOO_k; it shares the utility's cache across stages,
+so each stage's ``V(R)`` is not refitted). That run does not checkpoint.
 
 The result's ``order`` is the removal sequence, then the rows never removed
 in the last stage's order, so it is a full ranking for the cleansing
@@ -20,6 +22,7 @@ Each stage costs one run of ``method``; with ``step = 10`` and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -33,6 +36,7 @@ from tdshap._validation import check_data, check_number
 from tdshap.methods.base import seed_of
 from tdshap.methods.checkpoint.files import data_fingerprint
 from tdshap.methods.checkpoint.mixin import Checkpointing
+from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
 
@@ -112,11 +116,25 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         return {"method": repr(self.method), "step": int(self.step), "max_remove": max_remove,
                 "random_state": seed_of(self.random_state)}
 
+    def _loo_k(self) -> LeaveOneOut | None:
+        """``method`` as LOO_k (``LeaveOneOut(k=step)``) when it is plain leave-one-out."""
+        if not isinstance(self.method, LeaveOneOut) or self.method.k is not None:
+            return None
+        if self.checkpoint is not None or self.resume not in (None, False):
+            raise ValueError(
+                "SequentialRemoval(LeaveOneOut()) runs as LeaveOneOut(k=step), which does not "
+                "checkpoint: drop checkpoint= and resume=, or value with another method."
+            )
+        return clone(self.method).set_params(k=int(self.step), random_state=self.random_state)
+
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> SequentialRemoval:
         """Rank the rows of ``(X, y)`` by sequential valuation and removal."""
         Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
         n = len(ya)
         max_remove = self._check_params(n)
+        loo = self._loo_k()
+        if loo is not None:
+            return self._fit_loo_k(loo.set_params(max_remove=max_remove), X, y, X_val, y_val)
         data = data_fingerprint(Xa, ya, Xv, yv)
         settings = self._settings(max_remove)
         run = _SequentialRun.fresh(n, np.random.default_rng(self.random_state))
@@ -153,6 +171,21 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
                    "stage_fits": list(run.stage_fits), **self._resume_extra()},
             order=order,
             index=X.index.to_numpy() if isinstance(X, pd.DataFrame) else None,
+        )
+        return self
+
+    def _fit_loo_k(self, loo: LeaveOneOut, X: Any, y: Any, X_val: Any,
+                   y_val: Any) -> SequentialRemoval:
+        inner = loo.fit(X, y, X_val, y_val).result_
+        self.values_, self.order_ = inner.values, loo.order_
+        self.n_stages_ = int(inner.extra["rounds"])
+        self.result_ = dataclasses.replace(
+            inner,
+            algorithm=self.algorithm,
+            config=self._settings(loo.max_remove_),
+            extra={"stages": self.n_stages_, "max_remove": loo.max_remove_,
+                   "step": int(self.step), "inner_algorithm": loo.algorithm,
+                   "stage_fits": list(inner.extra["round_fits"]), "runs_as": repr(loo)},
         )
         return self
 
