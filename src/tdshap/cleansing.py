@@ -1,4 +1,4 @@
-"""The cleansing protocol (SPEC §4): how every method's values are judged.
+"""The cleansing protocol (the paper, Sec. 5.1): how every method's values are judged.
 
 Rank the training rows by value, lowest first; for each ``n_remove`` on a
 grid, train on the rest and score on the validation set; keep the
@@ -95,7 +95,7 @@ def cleanse(
     max_fraction: float = 0.5,
     random_state: int | None = 0,
 ) -> CleansingResult:
-    """Apply the SPEC §4 protocol to ``values`` (a result or one value per row).
+    """Apply the cleansing protocol (the paper, Sec. 5.1) to ``values`` (a result or per row).
 
     ``step`` defaults to 1% of N (at least 1); the grid stops at
     ``max_fraction`` of N. Every grid model uses the same ``random_state``

@@ -1,4 +1,4 @@
-"""``tdshap demo``: the paper's Breast Cancer setting, end to end (SPEC §5).
+"""``tdshap demo``: the paper's Breast Cancer setting, end to end (the paper, Sec. 5.3).
 
 150/150/269 split, ``DecisionTreeClassifier(max_depth=5, min_samples_leaf=2)``,
 accuracy, (tau, eps) = (-0.01, 0.01), 50 iterations, K = 50, N_min = 100.

@@ -169,8 +169,7 @@ def run(
     tdshap = TDShap(estimator, metric, tau=tau, eps=eps, k=k, n_min=n_min, max_iter=o.max_iter,
                     time_budget=o.time_budget, random_state=seed, progress=progress,
                     checkpoint=checkpoint, resume=True if resume else None)
-    k_used = tdshap._resolved_k(n)
-    n_min_used = tdshap._resolved_n_min(n, k_used)
+    k_used, n_min_used = tdshap.block_sizes(n)
     try:
         check_block_size(n, k_used, n_min_used)
     except ValueError:

@@ -1,4 +1,4 @@
-"""Sequential leave-one-out, LOO_k (SPEC §3).
+"""Sequential leave-one-out, LOO_k (the paper, Sec. 5.1).
 
 On the rows R that remain (all of D at first), every row's leave-one-out
 value is ``φ_n = V(R) - V(R minus n)``; the ``k`` lowest are removed (most

@@ -1,4 +1,4 @@
-"""Random removal (SPEC §3): the control every cleansing method must beat.
+"""Random removal (the paper, Sec. 5.2): the control every cleansing method must beat.
 
 Rows are ranked in a uniformly random order (seeded by ``random_state``);
 no model is fitted. The values are uniform on [0, 1) and ``order`` sorts

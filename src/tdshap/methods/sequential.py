@@ -2,7 +2,7 @@
 
 A row's value depends on the other rows: once the most harmful rows are
 gone, rows that looked harmless may turn harmful, and the reverse. LOO_k
-(SPEC §3) accounts for this by recomputing the values after every ``k``
+(the paper, Sec. 5.1) accounts for this by recomputing the values after every ``k``
 removals; :class:`SequentialRemoval` does the same for any valuation method,
 TDShap included: each stage fits a clone of ``method`` on the rows that
 remain, removes the ``step`` rows it ranks lowest, and stops once

@@ -1,4 +1,4 @@
-"""TDShap: thresholding data Shapley by the APT bandit (SPEC §2)."""
+"""TDShap: thresholding data Shapley by the APT bandit (the paper, Sec. 3 and Algorithm 1)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,13 @@ class TDShap(CheckpointedValuation):
         Threshold and precision, in units of the metric: rows with value
         ``<= tau - eps`` are to be found, rows with value ``>= tau + eps`` left.
         Either may be ``"auto"``: set after initialisation from the spread of
-        the observed marginals (:mod:`tdshap.methods.apt.thresholds`).
+        the observed marginals (:mod:`tdshap.methods.apt.thresholds`). The
+        defaults are the paper's ``(tau, eps) = (-0.01, 0.01)`` (Sec. 5.1,
+        used for the accuracy experiments of Sec. 5.3), so that this class
+        reproduces the paper as written; they assume a metric in accuracy's
+        units. The
+        application layer (:func:`tdshap.find_harmful`, ``tdshap clean``)
+        values arbitrary user metrics and therefore defaults to ``"auto"``.
     eps_factor:
         With ``eps="auto"``: ``eps = eps_factor * spread of the initial marginals``.
     n_min:
@@ -161,6 +167,16 @@ class TDShap(CheckpointedValuation):
         self.resume = resume
 
     # -- parameters ------------------------------------------------------
+    def block_sizes(self, n: int) -> tuple[int, int]:
+        """``(k, n_min)`` that a fit on ``n`` training rows uses, ``"auto"`` and fractions
+        resolved (the paper, Sec. 3.3's enhancements (i) and (ii)).
+
+        Lets a caller report the settings, or check its data with
+        :func:`tdshap.methods.apt.sampling.check_block_size`, before fitting.
+        """
+        k = self._resolved_k(n)
+        return k, self._resolved_n_min(n, k)
+
     def _resolved_k(self, n: int) -> int:
         if self.k == "auto":
             return min(50, max(1, n // 3))
@@ -187,8 +203,7 @@ class TDShap(CheckpointedValuation):
         check_number(self.n_blocks, "n_blocks", low=1, integer=True,
                      hint="1 is the paper's algorithm; more keeps more workers busy.")
         self._check_checkpoint_params()
-        self.k_ = self._resolved_k(n)
-        self.n_min_ = self._resolved_n_min(n, self.k_)
+        self.k_, self.n_min_ = self.block_sizes(n)
         check_block_size(n, self.k_, self.n_min_)
         if self.stopping is None:
             self._stop = build_stopping(

@@ -1,4 +1,4 @@
-"""Truncated Monte Carlo data Shapley (Ghorbani & Zou 2019; SPEC §3).
+"""Truncated Monte Carlo data Shapley (Ghorbani & Zou 2019; the paper, Sec. 5.1).
 
 Each round draws a uniformly random permutation σ of the training rows and
 scans it left to right: the marginal of row σ_j is

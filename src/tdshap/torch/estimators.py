@@ -75,8 +75,8 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
     batched, max_models:
         Let valuations train up to ``max_models`` subset models at once
         (:mod:`tdshap.torch.batched`); ``False`` trains them one by one;
-        ``"auto"`` batches on a GPU only (on the CPU, stacking measured about
-        2x slower than one by one: ``benchmarks/deep.py``).
+        ``"auto"`` batches on a GPU only (on the CPU stacking is slower than
+        training one by one; ``benchmarks/deep.py`` measures both).
     device:
         ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
     random_state:

@@ -73,7 +73,7 @@ class MetricSpec:
         ``f(estimator, X, y) -> float``, higher is better, always set.
     bound_kind:
         ``"accuracy"``, ``"mae"``, ``"mse"`` or ``None`` when no bound on the
-        width of a marginal is known (SPEC §2).
+        width of a marginal is known (the paper, Sec. 4.2).
     """
 
     name: str
@@ -85,7 +85,7 @@ class MetricSpec:
         return float(self.scorer(estimator, X, y))
 
     def width_bound(self, y_all: np.ndarray) -> float | None:
-        """Largest possible width of one marginal Φ_n (SPEC §2), or None."""
+        """Largest possible width of one marginal Φ_n (the paper, Sec. 4.2), or None."""
         if self.bound_kind == "accuracy":
             return 2.0
         if self.bound_kind is None:

@@ -1,4 +1,4 @@
-"""Warm start (SPEC §2, enhancement iii): train once on all of D, start every V(D') there.
+"""Warm start (the paper, Sec. 3.3, enhancement (iii)): train once on D, start every V(D') there.
 
 The protocol is one optional method on an estimator::
 

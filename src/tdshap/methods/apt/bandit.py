@@ -1,4 +1,4 @@
-"""State of the APT thresholding bandit (Locatelli et al. 2016; SPEC §2)."""
+"""State of the APT thresholding bandit (Locatelli et al. 2016; the paper, Sec. 3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §2, Theorem 2: how many pulls TDShap's guarantee needs.
+"""The paper, Sec. 4.1, Theorem 2: how many pulls TDShap's guarantee needs.
 
 If the total number of pulls T satisfies
 ``T >= 64 N w^2 / eps^2 * log(N (1 + log T))``, the run fails (misses an arm

@@ -1,4 +1,4 @@
-"""Which permutations TDShap evaluates (SPEC §2, enhancements (i) and (ii)).
+"""Which permutations TDShap evaluates (the paper, Sec. 3.3, enhancements (i) and (ii)).
 
 A block of K arms is evaluated on a permutation in which the K stand
 consecutively after a prefix P. Uniform over the permutations allowed by
