@@ -95,7 +95,7 @@ def cleanse(
     max_fraction: float = 0.5,
     random_state: int | None = 0,
 ) -> CleansingResult:
-    """Apply the cleansing protocol (the paper, Sec. 5.1) to ``values`` (a result or per row).
+    """Apply the paper's cleansing protocol (Sec. 5.1) to ``values`` (a result, or one per row).
 
     ``step`` defaults to 1% of N (at least 1); the grid stops at
     ``max_fraction`` of N. Every grid model uses the same ``random_state``
