@@ -241,6 +241,7 @@ def test_random_removal_is_a_seeded_permutation_without_fits():
 # -- parallel evaluation -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_baselines_give_the_same_values_on_two_workers():
     X, y, Xv, yv = _regression(12)
     tree = DecisionTreeRegressor(max_depth=3)

@@ -109,6 +109,7 @@ def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path
         assert fast[method]["test_mae"] == pytest.approx(slow[method]["test_mae"])
 
 
+@pytest.mark.slow
 def test_a_killed_tmc_cell_continues_from_its_checkpoint(fake_abalone, tmp_path, monkeypatch):
     from tdshap import Utility
 

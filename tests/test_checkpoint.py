@@ -125,6 +125,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigkill_at_a_random_moment_then_resume_gives_the_uninterrupted_result(
         breast_cancer_small, tmp_path):
     d = breast_cancer_small

@@ -46,6 +46,7 @@ def test_a_finished_run_extended_by_resuming_equals_one_long_run(data, tmp_path)
     assert again.n_permutations_ == 24
 
 
+@pytest.mark.slow
 def test_the_convergence_rule_continues_where_it_stopped(data, tmp_path):
     kw = dict(rtol=0.02, rtol_window=5, max_permutations=None, truncation="original")
     expected = _fit(data, **kw)

@@ -164,6 +164,7 @@ def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")
 
 
+@pytest.mark.slow
 def test_resume_extends_a_finished_run(tmp_path: Path, train: Path) -> None:
     base = ("value", train, "--target", "y", "--k", "5", "--n-min", "5", "--no-progress")
     first = tdshap(*base, "--max-iter", "2", "--out", "out", cwd=tmp_path)

@@ -35,6 +35,7 @@ def tiny_task(n_iter: int = 1) -> DeepTask:
     return DeepTask(setting, load, learner)
 
 
+@pytest.mark.slow
 def test_cells_are_written_resumed_and_tabulated(tmp_path):
     torch.set_num_threads(1)
     lines: list[str] = []

@@ -180,6 +180,7 @@ def test_batched_utility_matches_one_by_one_utility(images):
     np.testing.assert_array_equal(again[0], got[0])
 
 
+@pytest.mark.slow
 def test_tdshap_with_a_torch_estimator_uses_the_batched_utility(images):
     X, y, X_val, y_val = images
     est = small_estimator(max_models=4, batched=True)

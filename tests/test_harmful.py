@@ -78,6 +78,7 @@ def test_report_needs_a_run() -> None:
 
 
 # -- models -------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("task", ["classification", "regression"])

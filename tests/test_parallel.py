@@ -35,6 +35,7 @@ def _same(a: TDShap, b: TDShap) -> None:
     assert a.result_.n_evaluations == b.result_.n_evaluations
 
 
+@pytest.mark.slow
 def test_values_identical_for_any_n_jobs_and_backend(breast_cancer_small):
     distributed = pytest.importorskip("distributed")
     d = breast_cancer_small
@@ -51,6 +52,7 @@ def test_values_identical_for_any_n_jobs_and_backend(breast_cancer_small):
     assert r.n_fits + r.extra["n_cache_hits"] == r.n_evaluations
 
 
+@pytest.mark.slow
 def test_dask_by_name_starts_and_stops_its_own_cluster(breast_cancer_small):
     distributed = pytest.importorskip("distributed")
     d = breast_cancer_small

@@ -78,6 +78,7 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
     assert c.test_scores is not None and c.cleaned_test == c.test_scores[best]
 
 
+@pytest.mark.slow
 def test_tdshap_finds_flipped_labels(tmp_path):
     from tdshap.app.demo import breast_cancer
 
@@ -98,6 +99,7 @@ def test_tdshap_finds_flipped_labels(tmp_path):
     assert png.stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_demo_command_runs_and_writes_outputs(tmp_path):
     res = CliRunner().invoke(main, ["demo", "--trials", "2", "--out", str(tmp_path),
                                     "--no-progress"])

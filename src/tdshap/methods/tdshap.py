@@ -94,8 +94,9 @@ class TDShap(CheckpointedValuation):
         an exception or Ctrl-C the state before the interrupted round is saved
         too; a killed process loses at most ``checkpoint_every`` seconds.
     resume:
-        Continue the run saved in a checkpoint: a path, or ``True`` for the
-        ``checkpoint`` file when it exists (a fresh run otherwise). The data
+        Continue the run saved in a checkpoint: a path (which must exist), or
+        ``True`` for the ``checkpoint`` file when it exists (a fresh run
+        otherwise; ``result_.extra["resume"]`` says which). The data
         and settings must match those of the checkpoint (``n_jobs``,
         ``backend``, ``progress``, ``max_iter`` and ``time_budget`` may
         change); the result is the same as that of a run never interrupted.
