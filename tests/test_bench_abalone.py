@@ -37,6 +37,7 @@ def _run(args):
     return result.output
 
 
+@pytest.mark.slow
 def test_every_method_runs_writes_cells_and_resumes(fake_abalone, tmp_path, monkeypatch):
     out = tmp_path / "out"
     args = ["--models", "ridge", "--methods", ALL, "--trials", "1", "--sizes", "50,50,50",
@@ -70,6 +71,7 @@ def test_every_method_runs_writes_cells_and_resumes(fake_abalone, tmp_path, monk
     assert json.loads((out / "cells" / "t00_ridge_tdshap.json").read_text()) == loaded["tdshap"]
 
 
+@pytest.mark.slow
 def test_equal_time_cells_bring_their_tdshap_cell(fake_abalone, tmp_path, monkeypatch):
     from sklearn.tree import DecisionTreeRegressor
 
@@ -94,6 +96,7 @@ def test_unknown_names_are_rejected(fake_abalone, tmp_path):
         study.parse_list("dtree,knn", study.MODELS, "--models")
 
 
+@pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}
     for flag in ("--fast-path", "--no-fast-path"):
