@@ -397,7 +397,7 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
     best = {}
     for d in datasets:
         scores = {m: _mean(per[d, m], "auroc") for m in methods if per[d, m]}
-        top = max(v for v in scores.values() if v == v)
+        top = max((v for v in scores.values() if v == v), default=np.nan)
         best[d] = {m for m, v in scores.items() if v >= top - 1e-12}
     lines = ["| method | datasets | mean AUROC | mean P@n | best AUROC on | accuracy gain "
              "(cls) | MAE change (reg) | mean wall s |", "|---" * 8 + "|"]
