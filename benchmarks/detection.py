@@ -400,7 +400,7 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
         top = max((v for v in scores.values() if v == v), default=np.nan)
         best[d] = {m for m, v in scores.items() if v >= top - 1e-12}
     lines = ["| method | datasets | mean AUROC | mean P@n | best AUROC on | accuracy gain "
-             "(cls) | MAE change (reg) | mean wall s |", "|---" * 8 + "|"]
+             "(cls) | MAE change % (reg) | mean wall s |", "|---" * 8 + "|"]
     for m in methods:
         cells = [(d, per[d, m]) for d in datasets if per[d, m]]
         if not cells:
@@ -408,13 +408,15 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
             continue
         auc = np.nanmean([_mean(c, "auroc") for _, c in cells])
         pan = np.nanmean([_mean(c, "p_at_n") for _, c in cells])
-        gain = {t: [_mean(c, "test_after") - _mean(c, "test_before") for _, c in cells
-                    if c[0]["task"] == t] for t in ("classification", "regression")}
+        gain = {"classification": [_mean(c, "test_after") - _mean(c, "test_before")
+                                   for _, c in cells if c[0]["task"] == "classification"],
+                "regression": [100 * (_mean(c, "test_after") / _mean(c, "test_before") - 1)
+                               for _, c in cells if c[0]["task"] == "regression"]}
         won = sum(m in best[d] for d, _ in cells)
         lines.append(
             f"| {m} | {len(cells)} | {auc:.3f} | {pan:.2f} | {won} | "
             f"{_f(np.mean(gain['classification']) if gain['classification'] else np.nan, 4)} | "
-            f"{_f(np.mean(gain['regression']) if gain['regression'] else np.nan, 3)} | "
+            f"{_f(np.mean(gain['regression']) if gain['regression'] else np.nan, 1)} | "
             f"{np.nanmean([_mean(c, 'wall_s') for _, c in cells]):.2f} |")
     return "\n".join(lines)
 
@@ -422,6 +424,36 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
 CSV_FIELDS = ["dataset", "task", "model", "seed", "method", "n_train", "n_planted", "auroc",
               "p_at_n", "n_flagged", "flag_precision", "flag_recall", "metric", "test_before",
               "test_after", "n_removed", "wall_s", "cpu_s", "error"]
+
+
+def read_csv(path: str) -> list[dict[str, Any]]:
+    """Rows written by :func:`write_csv`, numbers as numbers, empty cells left out."""
+    rows = []
+    with open(path, newline="") as fh:
+        for raw in csv.DictReader(fh):
+            row: dict[str, Any] = {}
+            for key, text in raw.items():
+                if text == "":
+                    continue
+                try:
+                    row[key] = int(text) if key in ("seed", "n_train", "n_planted") else float(text)
+                except ValueError:
+                    row[key] = text
+            rows.append(row)
+    return rows
+
+
+def print_dataset(rows: list[dict[str, Any]]) -> None:
+    """One dataset's heading and table."""
+    r0 = rows[0]
+    print(f"\n## {r0['dataset']} ({r0['task']}, {r0['n_train']} training rows, "
+          f"{r0['n_planted']} planted)\n")
+    print(dataset_table(rows), flush=True)
+
+
+def print_aggregate(rows: list[dict[str, Any]]) -> None:
+    print("\n## Aggregate (means over datasets of the per-dataset means over seeds)\n")
+    print(aggregate_table(rows))
 
 
 def write_csv(rows: list[dict[str, Any]], path: str) -> None:
@@ -443,7 +475,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         help="time budget of TMC and tdshap-long (default 10; 2 with --quick)")
     parser.add_argument("--quick", action="store_true", help="one seed, small budgets")
     parser.add_argument("--csv", default=None, help="write one row per run to this file")
+    parser.add_argument("--tables-from", default=None, metavar="CSV",
+                        help="print the tables of a CSV written by --csv, run nothing")
     args = parser.parse_args(argv)
+    if args.tables_from:
+        rows = read_csv(args.tables_from)
+        for name in dict.fromkeys(r["dataset"] for r in rows):
+            print_dataset([r for r in rows if r["dataset"] == name])
+        print_aggregate(rows)
+        return rows
     budget = Budget(2.0, 200, 50) if args.quick else Budget()
     if args.seconds is not None:
         budget.seconds = args.seconds
@@ -466,11 +506,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                     if task in METHODS[m].tasks:
                         here.append(evaluate(split, m, args.model, seed, budget))
             rows += here
-            print(f"\n## {name} ({task}, {len(split.y)} training rows, "
-                  f"{len(split.planted)} planted)\n")
-            print(dataset_table(here), flush=True)
-    print("\n## Aggregate (means over datasets of the per-dataset means over seeds)\n")
-    print(aggregate_table(rows))
+            print_dataset(here)
+    print_aggregate(rows)
     if args.csv:
         write_csv(rows, args.csv)
         print(f"\nwrote {args.csv}")

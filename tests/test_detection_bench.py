@@ -79,7 +79,7 @@ def test_noise_is_planted_in_training_rows_only(bench, name, seed):
     np.testing.assert_array_equal(again.planted, split.planted)
 
 
-def test_one_evaluation_and_the_tables(bench, monkeypatch):
+def test_one_evaluation_and_the_tables(bench, monkeypatch, tmp_path):
     load, task = bench.DATASETS["iris"]
     split = bench.make_split("iris", *load(), task, 0)
     budget = bench.Budget(seconds=0.5, long_rounds=5, oob_bags=10)
@@ -91,6 +91,10 @@ def test_one_evaluation_and_the_tables(bench, monkeypatch):
     table = bench.dataset_table(rows)
     assert table.index("knn_shapley") < table.index("random")  # best AUROC first
     assert "| knn_shapley | 1 |" in bench.aggregate_table(rows)
+    bench.write_csv(rows, tmp_path / "runs.csv")  # --tables-from reprints the same tables
+    again = bench.read_csv(tmp_path / "runs.csv")
+    assert bench.dataset_table(again) == table
+    assert bench.aggregate_table(again) == bench.aggregate_table(rows)
 
     def boom(*args):
         raise RuntimeError("no luck")
