@@ -50,7 +50,7 @@ def tiny_game(seed, task, n=7, n_val=4, duplicates=False):
 def test_equals_enumerated_shapley(task, seed, k):
     X, y, Xv, yv = tiny_game(seed, task)
     exact, _ = exact_shapley(knn_utility(X, y, Xv, yv, k, task), len(y))
-    got = KNNShapley(n_neighbors=k, task=task).fit(X, y, Xv, yv).values_
+    got = KNNShapley(n_neighbors=k, task=task, center=False).fit(X, y, Xv, yv).values_
     np.testing.assert_allclose(got, exact, atol=1e-12)
 
 
@@ -58,15 +58,29 @@ def test_equals_enumerated_shapley(task, seed, k):
 def test_ties_broken_by_row_position(task):
     X, y, Xv, yv = tiny_game(5, task, n=8, duplicates=True)
     exact, _ = exact_shapley(knn_utility(X, y, Xv, yv, 3, task), len(y))
-    got = KNNShapley(n_neighbors=3, task=task).fit(X, y, Xv, yv).values_
+    got = KNNShapley(n_neighbors=3, task=task, center=False).fit(X, y, Xv, yv).values_
     np.testing.assert_allclose(got, exact, atol=1e-12)
+
+
+def test_centred_regression_is_the_game_on_centred_targets():
+    X, y, Xv, yv = tiny_game(8, "regression")
+    y, yv = y + 40.0, yv + 40.0  # far from 0, where centring matters
+    mu = y.mean()
+    exact, _ = exact_shapley(knn_utility(X, y - mu, Xv, yv - mu, 2, "regression"), len(y))
+    got = KNNShapley(n_neighbors=2).fit(X, y, Xv, yv).values_
+    np.testing.assert_allclose(got, exact, atol=1e-10)
+    # a constant added to every target changes nothing once centred, and much before
+    moved = KNNShapley(n_neighbors=2).fit(X, y + 100.0, Xv, yv + 100.0).values_
+    np.testing.assert_allclose(moved, got, atol=1e-9)
+    raw = KNNShapley(n_neighbors=2, center=False)
+    assert not np.allclose(raw.fit(X, y + 100.0, Xv, yv + 100.0).values_, got, atol=1e-3)
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_efficiency_on_a_larger_game(task):
     X, y, Xv, yv = tiny_game(3, task, n=300, n_val=40)
     u = knn_utility(X, y, Xv, yv, 5, task)
-    values = KNNShapley(task=task).fit(X, y, Xv, yv).values_
+    values = KNNShapley(task=task, center=False).fit(X, y, Xv, yv).values_
     assert values.sum() == pytest.approx(u(np.arange(len(y))) - u(()), rel=1e-9, abs=1e-12)
 
 
@@ -111,6 +125,7 @@ def test_result_and_estimator_settings():
     np.testing.assert_array_equal(r.is_harmful, r.values <= 0)
     assert (r.counts == 12).all() and (r.stderr == 0).all()
     assert list(r.to_dataframe().index[:2]) == ["r0", "r1"]
+    assert r.extra["center"] is True
     # n_neighbors given wins over the estimator's
     same = KNNShapley(n_neighbors=3, task="regression").fit(X, y, Xv, yv).values_
     np.testing.assert_allclose(same, r.values)
