@@ -59,8 +59,9 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from tdshap.app.harmful import find_harmful
+from tdshap.app.models import build_model
 from tdshap.cleansing import cleanse
-from tdshap.harmful import find_harmful
 from tdshap.methods import (
     DataOOB,
     KNNShapley,
@@ -69,7 +70,6 @@ from tdshap.methods import (
     TDShap,
     TMCShapley,
 )
-from tdshap.models import build_model
 
 NOISE = 0.1
 SPLIT = (0.5, 0.25)  # training and validation shares; the rest is test
@@ -296,7 +296,7 @@ METHODS: dict[str, Method] = {
                        ("classification",), needs="cleanlab"),
 }
 
-#: --model name -> registry name per task (tdshap.models)
+#: --model name -> registry name per task (tdshap.app.models)
 MODELS = {
     "knn": {"classification": "knn", "regression": "knn"},
     "tree": {"classification": "dtree", "regression": "dtree"},

@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from tdshap.games import exact_shapley
+from games import exact_shapley
 from tdshap.methods import KNNShapley
 
 

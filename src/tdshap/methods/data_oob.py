@@ -24,7 +24,7 @@ from sklearn.base import clone
 
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
-from tdshap.utility import _constant_prediction, random_state_params
+from tdshap.utility.base import _constant_prediction, random_state_params
 
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
 #: tau="auto" for regression flags rows whose out-of-bag error exceeds this many robust sigmas
