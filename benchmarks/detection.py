@@ -400,11 +400,11 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
         top = max((v for v in scores.values() if v == v), default=np.nan)
         best[d] = {m for m, v in scores.items() if v >= top - 1e-12}
     lines = ["| method | datasets | mean AUROC | mean P@n | best AUROC on | accuracy gain "
-             "(cls) | MAE change % (reg) | mean wall s |", "|---" * 8 + "|"]
+             "(cls) | MAE change % (reg) | mean wall s | mean CPU s |", "|---" * 9 + "|"]
     for m in methods:
         cells = [(d, per[d, m]) for d in datasets if per[d, m]]
         if not cells:
-            lines.append(f"| {m} | 0 |" + " — |" * 6)
+            lines.append(f"| {m} | 0 |" + " — |" * 7)
             continue
         auc = np.nanmean([_mean(c, "auroc") for _, c in cells])
         pan = np.nanmean([_mean(c, "p_at_n") for _, c in cells])
@@ -417,7 +417,8 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
             f"| {m} | {len(cells)} | {auc:.3f} | {pan:.2f} | {won} | "
             f"{_f(np.mean(gain['classification']) if gain['classification'] else np.nan, 4)} | "
             f"{_f(np.mean(gain['regression']) if gain['regression'] else np.nan, 1)} | "
-            f"{np.nanmean([_mean(c, 'wall_s') for _, c in cells]):.2f} |")
+            f"{np.nanmean([_mean(c, 'wall_s') for _, c in cells]):.2f} | "
+            f"{np.nanmean([_mean(c, 'cpu_s') for _, c in cells]):.2f} |")
     return "\n".join(lines)
 
 
