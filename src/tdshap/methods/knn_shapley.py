@@ -50,7 +50,7 @@ from scipy.spatial.distance import cdist
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import as_features, as_target, check_number
+from tdshap._validation import check_data, check_number
 from tdshap.methods.direct import DirectValuation
 
 #: entries of one chunk's validation x training arrays (each float64 array is 32 MiB)
@@ -197,13 +197,7 @@ class KNNShapley(DirectValuation):
     def fit(self, X: Any, y: Any, X_val: Any, y_val: Any) -> KNNShapley:
         """Value every row of ``(X, y)`` by its exact k-NN Shapley value on ``(X_val, y_val)``."""
         Xa, ya = self._start(X, y)
-        Xv = as_features(X_val, "X_val")
-        yv = as_target(y_val, "y_val", len(Xv), "X_val")
-        if len(Xv) == 0:
-            raise ValueError("X_val is empty: the validation set needs at least one row.")
-        if Xv.shape[1:] != Xa.shape[1:]:
-            raise ValueError(f"X has {Xa.shape[1:]} features per row but X_val has "
-                             f"{Xv.shape[1:]}: they must match.")
+        _, _, Xv, yv = check_data(Xa, ya, X_val, y_val)
         if self.estimator is not None:
             _knn_model(self.estimator)
             if isinstance(self.estimator, Pipeline) and len(self.estimator.steps) > 1:
