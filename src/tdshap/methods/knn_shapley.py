@@ -53,8 +53,9 @@ from sklearn.pipeline import Pipeline
 from tdshap._validation import check_data, check_number
 from tdshap.methods.direct import DirectValuation
 
-#: entries of one chunk's validation x training arrays (each float64 array is 32 MiB)
-MAX_CHUNK_ENTRIES = 2**22
+#: entries of one chunk's validation x training arrays: each float64 one is 8 MiB, and
+#: a regression chunk holds about ten at once
+MAX_CHUNK_ENTRIES = 2**20
 DEFAULT_NEIGHBORS = 5
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
 
