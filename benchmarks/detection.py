@@ -1,0 +1,519 @@
+"""Detection benchmark: which method finds planted noise, how fast, and does cleansing help?
+
+In the spirit of OpenDataVal's noisy-label detection task. Every dataset
+loads without a network and none is one the paper uses. Each seed splits
+the rows 50/25/25 into training, validation and test, standardises the
+features on the training rows, and plants noise in ``--noise`` (10%) of the
+training rows only; validation and test stay clean.
+
+* Classification: a planted row's label is moved to another class, drawn
+  uniformly.
+* Regression: a planted row's target is shifted by 3 standard deviations
+  of the training targets, with a random sign (a gross recording error;
+  targets drawn from the marginal would often land near the truth and be
+  no error at all).
+
+Per method and run: the AUROC of "lower value = planted row", precision at
+n_planted (the n_planted lowest-valued rows), the precision and recall of
+the method's own flagged set (``is_harmful``), the clean test score before
+and after the cleansing protocol (:func:`tdshap.cleanse`: the cut chosen on
+the validation set, grid of 1% steps up to half of the rows), and the wall
+and CPU seconds of the valuation (cleansing excluded). Everything runs in
+one process with BLAS/OpenMP on one thread, so CPU seconds are comparable.
+
+Methods and datasets are dictionaries of name -> factory: add an entry to
+``METHODS`` or ``DATASETS`` to benchmark one more. ``cleanlab`` is the
+optional extra ``tdshap[bench]``; without it its rows are skipped with a note.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/detection.py                 # k-NN, 3 seeds
+    PYTHONPATH=src .venv/bin/python benchmarks/detection.py --model tree --quick
+    PYTHONPATH=src .venv/bin/python benchmarks/detection.py --csv out.csv --datasets digits wine
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+from sklearn.base import clone
+from sklearn.datasets import (
+    load_diabetes,
+    load_digits,
+    load_iris,
+    load_wine,
+    make_classification,
+    make_friedman1,
+)
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from tdshap.app.harmful import find_harmful
+from tdshap.app.models import build_model
+from tdshap.cleansing import cleanse
+from tdshap.methods import (
+    DataOOB,
+    KNNShapley,
+    LeaveOneOut,
+    RandomRemoval,
+    TDShap,
+    TMCShapley,
+)
+
+NOISE = 0.1
+SPLIT = (0.5, 0.25)  # training and validation shares; the rest is test
+TARGET_SHIFT_SIGMAS = 3.0
+
+
+# -- data and noise -----------------------------------------------------------
+def _synthetic_classification() -> tuple[np.ndarray, np.ndarray]:
+    return make_classification(n_samples=1000, n_features=10, n_informative=6, n_classes=3,
+                               n_clusters_per_class=1, random_state=0)
+
+
+def _friedman() -> tuple[np.ndarray, np.ndarray]:
+    return make_friedman1(n_samples=800, n_features=8, noise=0.5, random_state=0)
+
+
+#: name -> (loader returning (X, y), task). The loaders use no network.
+DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
+    "digits": (lambda: load_digits(return_X_y=True), "classification"),
+    "wine": (lambda: load_wine(return_X_y=True), "classification"),
+    "iris": (lambda: load_iris(return_X_y=True), "classification"),
+    "make_classification": (_synthetic_classification, "classification"),
+    "diabetes": (lambda: load_diabetes(return_X_y=True), "regression"),
+    "friedman1": (_friedman, "regression"),
+}
+
+
+def plant_labels(y: np.ndarray, fraction: float, rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Move ``fraction`` of the labels to another class; return (noisy y, planted positions)."""
+    y = y.copy()
+    planted = np.sort(rng.choice(len(y), round(fraction * len(y)), replace=False))
+    classes = np.unique(y)
+    for i in planted:
+        y[i] = rng.choice(classes[classes != y[i]])
+    return y, planted
+
+
+def plant_targets(y: np.ndarray, fraction: float, rng: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Shift ``fraction`` of the targets by +-3 standard deviations of ``y``."""
+    y = np.asarray(y, dtype=float).copy()
+    planted = np.sort(rng.choice(len(y), round(fraction * len(y)), replace=False))
+    y[planted] += TARGET_SHIFT_SIGMAS * y.std() * rng.choice([-1.0, 1.0], len(planted))
+    return y, planted
+
+
+@dataclass
+class Split:
+    """One seed's data: noisy training rows, clean validation and test rows."""
+
+    name: str
+    task: str
+    X: np.ndarray
+    y: np.ndarray  # with planted noise
+    y_clean: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    planted: np.ndarray  # positions in the training rows
+    rows: dict[str, np.ndarray] = field(default_factory=dict)  # positions in the dataset
+
+    @property
+    def is_planted(self) -> np.ndarray:
+        mask = np.zeros(len(self.y), dtype=bool)
+        mask[self.planted] = True
+        return mask
+
+
+def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
+               noise: float = NOISE) -> Split:
+    """Split 50/25/25 by ``seed``, standardise on the training rows, plant noise in them."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(y))
+    a = int(SPLIT[0] * len(y))
+    b = a + int(SPLIT[1] * len(y))
+    tr, va, te = perm[:a], perm[a:b], perm[b:]
+    scaler = StandardScaler().fit(X[tr])
+    plant = plant_labels if task == "classification" else plant_targets
+    y_noisy, planted = plant(y[tr], noise, rng)
+    return Split(name, task, scaler.transform(X[tr]), y_noisy, y[tr], scaler.transform(X[va]),
+                 y[va], scaler.transform(X[te]), y[te], planted,
+                 {"train": tr, "val": va, "test": te})
+
+
+# -- scores ---------------------------------------------------------------------
+def _finite(values: np.ndarray) -> np.ndarray:
+    """NaN (no information) ranks as the most valuable."""
+    return np.where(np.isnan(values), np.inf, np.asarray(values, dtype=float))
+
+
+def auroc(values: np.ndarray, planted: np.ndarray) -> float:
+    """AUROC of "lower value = planted row" (ties count one half)."""
+    planted = np.asarray(planted, dtype=bool)
+    n_pos, n_neg = int(planted.sum()), int((~planted).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(-_finite(values))  # the most suspicious row gets the highest rank
+    return float((ranks[planted].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def lowest(values: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """Positions of the ``k`` lowest values, ties broken by a seeded shuffle."""
+    tiebreak = np.random.default_rng(seed).random(len(values))
+    return np.lexsort((tiebreak, _finite(values)))[:k]
+
+
+def precision_at(values: np.ndarray, planted: np.ndarray, k: int | None = None,
+                 seed: int = 0) -> float:
+    """Share of planted rows among the ``k`` lowest-valued (``k``: the number planted)."""
+    planted = np.asarray(planted, dtype=bool)
+    k = int(planted.sum()) if k is None else k
+    return float(planted[lowest(values, k, seed)].mean()) if k else float("nan")
+
+
+def flag_scores(flagged: np.ndarray | None, planted: np.ndarray) -> tuple[float, float, int]:
+    """(precision, recall, size) of a flagged set; NaN precision when nothing is flagged."""
+    if flagged is None:
+        return float("nan"), float("nan"), 0
+    flagged, planted = np.asarray(flagged, dtype=bool), np.asarray(planted, dtype=bool)
+    hits = int((flagged & planted).sum())
+    n = int(flagged.sum())
+    return (hits / n if n else float("nan")), hits / max(1, int(planted.sum())), n
+
+
+# -- methods --------------------------------------------------------------------
+@dataclass
+class Budget:
+    """What a method may spend; ``--quick`` shrinks it."""
+
+    seconds: float = 10.0  # TMC and the long TDShap run
+    long_rounds: int = 2000
+    oob_bags: int = 200
+
+
+@dataclass
+class Valued:
+    """A method's answer: values (lower = more suspicious), its flags, its result."""
+
+    values: np.ndarray
+    flagged: np.ndarray | None
+    result: Any = None
+
+
+Runner = Callable[[Split, Any, int, Budget], Valued]
+
+
+def _valued(method: Any, split: Split) -> Valued:
+    method.fit(split.X, split.y, split.X_val, split.y_val)
+    return Valued(method.result_.values, method.result_.is_harmful, method.result_)
+
+
+def run_find_harmful(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    rows = find_harmful(split.X, split.y, estimator, X_val=split.X_val, y_val=split.y_val,
+                        task=split.task, cleanse=False, random_state=seed)
+    return Valued(rows["value"].to_numpy(), rows["is_harmful"].to_numpy(), rows.run.result)
+
+
+def _tdshap(**settings: Any) -> Runner:
+    def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+        extra = dict(settings)
+        if extra.pop("long", False):
+            extra.update(max_iter=budget.long_rounds, time_budget=budget.seconds)
+        return _valued(TDShap(estimator, tau="auto", eps="auto", random_state=seed, **extra),
+                       split)
+    return run
+
+
+def run_tmc(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    return _valued(TMCShapley(estimator, time_budget=budget.seconds, random_state=seed), split)
+
+
+def run_loo(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    return _valued(LeaveOneOut(estimator, random_state=seed), split)
+
+
+def run_random(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    return _valued(RandomRemoval(estimator, random_state=seed), split)
+
+
+def run_knn_shapley(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    # always the 5-NN utility, whatever the model (as OpenDataVal uses it)
+    return _valued(KNNShapley(n_neighbors=5, task=split.task), split)
+
+
+def run_data_oob(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    return _valued(DataOOB(estimator, n_estimators=budget.oob_bags, random_state=seed), split)
+
+
+def run_cleanlab(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    from cleanlab.filter import find_label_issues
+    from cleanlab.rank import get_label_quality_scores
+
+    _, labels = np.unique(split.y, return_inverse=True)
+    folds = StratifiedKFold(5, shuffle=True, random_state=seed)
+    probs = cross_val_predict(clone(estimator), split.X, labels, cv=folds, method="predict_proba")
+    flagged = find_label_issues(labels, probs)
+    return Valued(get_label_quality_scores(labels, probs), flagged)
+
+
+@dataclass(frozen=True)
+class Method:
+    run: Runner
+    about: str
+    tasks: tuple[str, ...] = ("classification", "regression")
+    needs: str | None = None  # an optional package
+
+
+#: name -> method. Add TDShap variants here.
+METHODS: dict[str, Method] = {
+    "find_harmful": Method(run_find_harmful, "find_harmful / tdshap clean defaults (TDShap, "
+                           "tau/eps auto, 50 rounds)"),
+    "tdshap-long": Method(_tdshap(long=True), "TDShap, tau/eps auto, 2000 rounds or the time "
+                          "budget"),
+    "tdshap-brier": Method(_tdshap(metric="neg_brier_score"), "TDShap, 50 rounds, metric "
+                           "neg_brier_score", ("classification",)),
+    "tmc": Method(run_tmc, "TMC Shapley, time budget"),
+    "loo": Method(run_loo, "leave-one-out"),
+    "random": Method(run_random, "random ranking"),
+    "knn_shapley": Method(run_knn_shapley, "exact 5-NN Shapley (Jia et al. 2019)"),
+    "data_oob": Method(run_data_oob, "Data-OOB (Kwon & Zou 2023)"),
+    "cleanlab": Method(run_cleanlab, "cleanlab find_label_issues, 5-fold probabilities",
+                       ("classification",), needs="cleanlab"),
+}
+
+#: --model name -> registry name per task (tdshap.app.models)
+MODELS = {
+    "knn": {"classification": "knn", "regression": "knn"},
+    "tree": {"classification": "dtree", "regression": "dtree"},
+    "logreg": {"classification": "logreg", "regression": "ridge"},
+}
+
+
+def build_estimator(model: str, task: str, n_rows: int) -> Any:
+    est = build_model(MODELS[model][task], task, n_rows=n_rows)
+    if "random_state" in est.get_params():
+        est.set_params(random_state=0)
+    return est
+
+
+# -- one run --------------------------------------------------------------------
+def _available(package: str | None) -> bool:
+    if package is None:
+        return True
+    try:
+        __import__(package)
+    except ImportError:
+        return False
+    return True
+
+
+def evaluate(split: Split, method: str, model: str, seed: int, budget: Budget
+             ) -> dict[str, Any]:
+    """One method on one split: the detection scores, the cleansing, the time."""
+    estimator = build_estimator(model, split.task, len(split.y))
+    row: dict[str, Any] = {"dataset": split.name, "task": split.task, "model": model,
+                           "seed": seed, "method": method, "n_train": len(split.y),
+                           "n_planted": len(split.planted)}
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = METHODS[method].run(split, estimator, seed, budget)
+    except Exception as err:  # a method that fails is a result, not the end of the run
+        row["error"] = f"{type(err).__name__}: {err}"[:200]
+        return row
+    row["wall_s"] = time.perf_counter() - wall
+    row["cpu_s"] = time.process_time() - cpu
+    planted = split.is_planted
+    precision, recall, n_flagged = flag_scores(out.flagged, planted)
+    row.update(auroc=auroc(out.values, planted), p_at_n=precision_at(out.values, planted,
+               seed=seed), n_flagged=n_flagged, flag_precision=precision, flag_recall=recall)
+    c = cleanse(out.result if out.result is not None else out.values, estimator, split.X,
+                split.y, split.X_val, split.y_val, split.X_test, split.y_test,
+                random_state=seed)
+    sign = -1.0 if c.metric.startswith("neg_") else 1.0  # show errors as errors
+    row.update(metric=c.metric.removeprefix("neg_"), test_before=sign * c.baseline_test,
+               test_after=sign * c.cleaned_test, n_removed=c.n_remove)
+    return row
+
+
+# -- tables ---------------------------------------------------------------------
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    vals = [r[key] for r in rows if key in r and r[key] == r[key]]  # drop NaN
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def _f(x: float, digits: int = 2) -> str:
+    return "—" if x != x else f"{x:.{digits}f}"
+
+
+def dataset_table(rows: list[dict[str, Any]]) -> str:
+    """Means over seeds per method, best AUROC first."""
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    metric = next((r["metric"] for r in rows if "metric" in r), "score")
+    lines = [f"| method | AUROC | P@n | flagged | flag prec. | flag recall | test {metric} "
+             "before → after | removed | wall s | CPU s |", "|---" * 10 + "|"]
+    summary = []
+    for m in methods:
+        mr = [r for r in rows if r["method"] == m]
+        ok = [r for r in mr if "error" not in r]
+        if not ok:
+            lines.append(f"| {m} | error: {mr[0]['error'][:60]} |" + " |" * 8)
+            continue
+        summary.append((_mean(ok, "auroc"), m, ok))
+    for _, m, ok in sorted(summary, key=lambda s: -s[0] if s[0] == s[0] else 1):
+        d = 3 if ok[0]["task"] == "classification" else 2
+        lines.append(
+            f"| {m} | {_f(_mean(ok, 'auroc'), 3)} | {_f(_mean(ok, 'p_at_n'))} | "
+            f"{_f(_mean(ok, 'n_flagged'), 1)} | {_f(_mean(ok, 'flag_precision'))} | "
+            f"{_f(_mean(ok, 'flag_recall'))} | {_f(_mean(ok, 'test_before'), d)} → "
+            f"{_f(_mean(ok, 'test_after'), d)} | {_f(_mean(ok, 'n_removed'), 1)} | "
+            f"{_f(_mean(ok, 'wall_s'))} | {_f(_mean(ok, 'cpu_s'))} |")
+    return "\n".join(lines)
+
+
+def aggregate_table(rows: list[dict[str, Any]]) -> str:
+    """Per method over datasets: mean AUROC and P@n, datasets won, test gains, time."""
+    ok = [r for r in rows if "error" not in r]
+    datasets = list(dict.fromkeys(r["dataset"] for r in ok))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    per = {(d, m): [r for r in ok if r["dataset"] == d and r["method"] == m]
+           for d in datasets for m in methods}
+    best = {}
+    for d in datasets:
+        scores = {m: _mean(per[d, m], "auroc") for m in methods if per[d, m]}
+        top = max((v for v in scores.values() if v == v), default=np.nan)
+        best[d] = {m for m, v in scores.items() if v >= top - 1e-12}
+    lines = ["| method | datasets | mean AUROC | mean P@n | best AUROC on | accuracy gain "
+             "(cls) | MAE change % (reg) | mean wall s | mean CPU s |", "|---" * 9 + "|"]
+    for m in methods:
+        cells = [(d, per[d, m]) for d in datasets if per[d, m]]
+        if not cells:
+            lines.append(f"| {m} | 0 |" + " — |" * 7)
+            continue
+        auc = np.nanmean([_mean(c, "auroc") for _, c in cells])
+        pan = np.nanmean([_mean(c, "p_at_n") for _, c in cells])
+        gain = {"classification": [_mean(c, "test_after") - _mean(c, "test_before")
+                                   for _, c in cells if c[0]["task"] == "classification"],
+                "regression": [100 * (_mean(c, "test_after") / _mean(c, "test_before") - 1)
+                               for _, c in cells if c[0]["task"] == "regression"]}
+        won = sum(m in best[d] for d, _ in cells)
+        lines.append(
+            f"| {m} | {len(cells)} | {auc:.3f} | {pan:.2f} | {won} | "
+            f"{_f(np.mean(gain['classification']) if gain['classification'] else np.nan, 4)} | "
+            f"{_f(np.mean(gain['regression']) if gain['regression'] else np.nan, 1)} | "
+            f"{np.nanmean([_mean(c, 'wall_s') for _, c in cells]):.2f} | "
+            f"{np.nanmean([_mean(c, 'cpu_s') for _, c in cells]):.2f} |")
+    return "\n".join(lines)
+
+
+CSV_FIELDS = ["dataset", "task", "model", "seed", "method", "n_train", "n_planted", "auroc",
+              "p_at_n", "n_flagged", "flag_precision", "flag_recall", "metric", "test_before",
+              "test_after", "n_removed", "wall_s", "cpu_s", "error"]
+
+
+def read_csv(path: str) -> list[dict[str, Any]]:
+    """Rows written by :func:`write_csv`, numbers as numbers, empty cells left out."""
+    rows = []
+    with open(path, newline="") as fh:
+        for raw in csv.DictReader(fh):
+            row: dict[str, Any] = {}
+            for key, text in raw.items():
+                if text == "":
+                    continue
+                try:
+                    row[key] = int(text) if key in ("seed", "n_train", "n_planted") else float(text)
+                except ValueError:
+                    row[key] = text
+            rows.append(row)
+    return rows
+
+
+def print_dataset(rows: list[dict[str, Any]]) -> None:
+    """One dataset's heading and table."""
+    r0 = rows[0]
+    print(f"\n## {r0['dataset']} ({r0['task']}, {r0['n_train']} training rows, "
+          f"{r0['n_planted']} planted)\n")
+    print(dataset_table(rows), flush=True)
+
+
+def print_aggregate(rows: list[dict[str, Any]]) -> None:
+    print("\n## Aggregate (means over datasets of the per-dataset means over seeds)\n")
+    print(aggregate_table(rows))
+
+
+def write_csv(rows: list[dict[str, Any]], path: str) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# -- main -----------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=list(MODELS), default="knn")
+    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--seeds", type=int, default=None, help="default 3 (1 with --quick)")
+    parser.add_argument("--noise", type=float, default=NOISE)
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="time budget of TMC and tdshap-long (default 10; 2 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="one seed, small budgets")
+    parser.add_argument("--csv", default=None, help="write one row per run to this file")
+    parser.add_argument("--tables-from", default=None, metavar="CSV",
+                        help="print the tables of a CSV written by --csv, run nothing")
+    args = parser.parse_args(argv)
+    if args.tables_from:
+        rows = read_csv(args.tables_from)
+        for name in dict.fromkeys(r["dataset"] for r in rows):
+            print_dataset([r for r in rows if r["dataset"] == name])
+        print_aggregate(rows)
+        return rows
+    budget = Budget(2.0, 200, 50) if args.quick else Budget()
+    if args.seconds is not None:
+        budget.seconds = args.seconds
+    seeds = args.seeds or (1 if args.quick else 3)
+    methods = [m for m in args.methods if _available(METHODS[m].needs)]
+    for m in sorted(set(args.methods) - set(methods)):
+        print(f"note: {m} skipped: pip install {METHODS[m].needs} (or tdshap[bench])")
+    print(f"# detection benchmark, {datetime.date.today()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}; model {args.model}; "
+          f"{seeds} seeds; {args.noise:.0%} planted noise; budget {asdict(budget)}")
+    rows: list[dict[str, Any]] = []
+    with threadpool_limits(1):
+        for name in args.datasets:
+            load, task = DATASETS[name]
+            X, y = load()
+            here = []
+            for seed in range(seeds):
+                split = make_split(name, X, y, task, seed, args.noise)
+                for m in methods:
+                    if task in METHODS[m].tasks:
+                        here.append(evaluate(split, m, args.model, seed, budget))
+            rows += here
+            print_dataset(here)
+    print_aggregate(rows)
+    if args.csv:
+        write_csv(rows, args.csv)
+        print(f"\nwrote {args.csv}")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

@@ -1,0 +1,106 @@
+"""The detection benchmark's helpers: its scores and its noise planting."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "detection.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("detection_bench", PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_auroc_matches_sklearn_with_ties_and_nan(bench):
+    rng = np.random.default_rng(0)
+    planted = rng.random(200) < 0.2
+    values = np.round(rng.normal(size=200) - planted, 1)  # ties on purpose
+    assert bench.auroc(values, planted) == pytest.approx(roc_auc_score(planted, -values))
+    assert bench.auroc(-planted.astype(float), planted) == 1.0
+    assert bench.auroc(planted.astype(float), planted) == 0.0
+    assert bench.auroc(np.zeros(200), planted) == 0.5
+    # NaN means "no information": ranked as the most valuable
+    with_nan = np.where(planted, np.nan, 0.0)
+    assert bench.auroc(with_nan, planted) == 0.0
+    assert np.isnan(bench.auroc(values, np.zeros(200, dtype=bool)))
+
+
+def test_precision_at_n_and_flag_scores(bench):
+    values = np.array([5.0, -1.0, 0.5, -3.0, 2.0, 0.0])
+    planted = np.array([False, True, False, True, True, False])
+    # the three lowest are rows 3, 1, 5: two of them planted
+    assert bench.precision_at(values, planted) == pytest.approx(2 / 3)
+    assert bench.precision_at(values, planted, k=2) == 1.0
+    assert set(bench.lowest(values, 3)) == {1, 3, 5}
+    # ties are broken by the seed, the same way every time
+    tied = np.zeros(6)
+    assert list(bench.lowest(tied, 3, seed=1)) == list(bench.lowest(tied, 3, seed=1))
+    flagged = np.array([True, True, False, False, True, False])
+    precision, recall, n = bench.flag_scores(flagged, planted)
+    assert (precision, recall, n) == (pytest.approx(2 / 3), pytest.approx(2 / 3), 3)
+    precision, recall, n = bench.flag_scores(np.zeros(6, dtype=bool), planted)
+    assert np.isnan(precision) and recall == 0.0 and n == 0
+
+
+@pytest.mark.parametrize("name", ["wine", "diabetes"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_noise_is_planted_in_training_rows_only(bench, name, seed):
+    load, task = bench.DATASETS[name]
+    X, y = load()
+    split = bench.make_split(name, X, y, task, seed, noise=0.1)
+    tr, va, te = split.rows["train"], split.rows["val"], split.rows["test"]
+    assert len(set(tr) | set(va) | set(te)) == len(y) == len(tr) + len(va) + len(te)
+    assert len(split.planted) == round(0.1 * len(tr)) == split.is_planted.sum()
+    changed = np.flatnonzero(split.y != y[tr])
+    np.testing.assert_array_equal(changed, split.planted)  # every planted row, no other
+    np.testing.assert_array_equal(split.y_clean, y[tr])
+    np.testing.assert_array_equal(split.y_val, y[va])  # validation and test untouched
+    np.testing.assert_array_equal(split.y_test, y[te])
+    if task == "classification":
+        assert set(np.unique(split.y)) <= set(np.unique(y))
+    else:
+        shift = np.abs(split.y[split.planted] - y[tr][split.planted])
+        np.testing.assert_allclose(shift, 3 * y[tr].std())
+    # features standardised on the training rows only
+    np.testing.assert_allclose(split.X.mean(0), 0, atol=1e-9)
+    again = bench.make_split(name, X, y, task, seed, noise=0.1)
+    np.testing.assert_array_equal(again.planted, split.planted)
+
+
+def test_one_evaluation_and_the_tables(bench, monkeypatch, tmp_path):
+    load, task = bench.DATASETS["iris"]
+    split = bench.make_split("iris", *load(), task, 0)
+    budget = bench.Budget(seconds=0.5, long_rounds=5, oob_bags=10)
+    rows = [bench.evaluate(split, m, "knn", 0, budget) for m in ("knn_shapley", "random")]
+    good, rand = rows
+    assert good["n_planted"] == 8 and good["auroc"] > 0.8
+    assert 0 <= rand["auroc"] <= 1 and rand["n_flagged"] == 0
+    assert good["metric"] == "accuracy" and 0 <= good["test_after"] <= 1
+    table = bench.dataset_table(rows)
+    assert table.index("knn_shapley") < table.index("random")  # best AUROC first
+    assert "| knn_shapley | 1 |" in bench.aggregate_table(rows)
+    bench.write_csv(rows, tmp_path / "runs.csv")  # --tables-from reprints the same tables
+    again = bench.read_csv(tmp_path / "runs.csv")
+    assert bench.dataset_table(again) == table
+    assert bench.aggregate_table(again) == bench.aggregate_table(rows)
+
+    def boom(*args):
+        raise RuntimeError("no luck")
+
+    # a method that fails is a row with its error, not the end of the run
+    monkeypatch.setitem(bench.METHODS, "boom", bench.Method(boom, "fails"))
+    failed = bench.evaluate(split, "boom", "knn", 0, budget)
+    assert failed["error"] == "RuntimeError: no luck" and "auroc" not in failed
+    assert "| boom | error: RuntimeError: no luck" in bench.dataset_table([*rows, failed])

@@ -1,0 +1,154 @@
+"""KNNShapley: the closed form equals enumerated Shapley values of the k-NN utility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from games import exact_shapley
+from tdshap.methods import KNNShapley
+
+
+def knn_utility(X, y, X_val, y_val, k, task):
+    """U(S) of the docstring, mean over validation points; ties by row position."""
+    d = cdist(X_val, X, "sqeuclidean")
+
+    def u(subset):
+        s = np.asarray(subset, dtype=int)
+        total = 0.0
+        for v in range(len(y_val)):
+            top = s[np.lexsort((s, d[v, s]))][:k] if len(s) else s
+            if task == "classification":
+                total += np.sum(y[top] == y_val[v]) / k
+            else:
+                total += -((np.sum(y[top]) / k - y_val[v]) ** 2)
+        return total / len(y_val)
+
+    return u
+
+
+def tiny_game(seed, task, n=7, n_val=4, duplicates=False):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    if duplicates:  # exact distance ties: rows 1 and 4 are copies of row 0
+        X[1] = X[4] = X[0]
+    X_val = rng.normal(size=(n_val, 2))
+    if task == "classification":
+        return X, rng.integers(0, 3, n), X_val, rng.integers(0, 3, n_val)
+    return X, 3 * rng.normal(size=n) + 1, X_val, rng.normal(size=n_val)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("k", [1, 2, 3, 9])
+def test_equals_enumerated_shapley(task, seed, k):
+    X, y, Xv, yv = tiny_game(seed, task)
+    exact, _ = exact_shapley(knn_utility(X, y, Xv, yv, k, task), len(y))
+    got = KNNShapley(n_neighbors=k, task=task, center=False).fit(X, y, Xv, yv).values_
+    np.testing.assert_allclose(got, exact, atol=1e-12)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_ties_broken_by_row_position(task):
+    X, y, Xv, yv = tiny_game(5, task, n=8, duplicates=True)
+    exact, _ = exact_shapley(knn_utility(X, y, Xv, yv, 3, task), len(y))
+    got = KNNShapley(n_neighbors=3, task=task, center=False).fit(X, y, Xv, yv).values_
+    np.testing.assert_allclose(got, exact, atol=1e-12)
+
+
+def test_centred_regression_is_the_game_on_centred_targets():
+    X, y, Xv, yv = tiny_game(8, "regression")
+    y, yv = y + 40.0, yv + 40.0  # far from 0, where centring matters
+    mu = y.mean()
+    exact, _ = exact_shapley(knn_utility(X, y - mu, Xv, yv - mu, 2, "regression"), len(y))
+    got = KNNShapley(n_neighbors=2).fit(X, y, Xv, yv).values_
+    np.testing.assert_allclose(got, exact, atol=1e-10)
+    # a constant added to every target changes nothing once centred, and much before
+    moved = KNNShapley(n_neighbors=2).fit(X, y + 100.0, Xv, yv + 100.0).values_
+    np.testing.assert_allclose(moved, got, atol=1e-9)
+    raw = KNNShapley(n_neighbors=2, center=False)
+    assert not np.allclose(raw.fit(X, y + 100.0, Xv, yv + 100.0).values_, got, atol=1e-3)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_efficiency_on_a_larger_game(task):
+    X, y, Xv, yv = tiny_game(3, task, n=300, n_val=40)
+    u = knn_utility(X, y, Xv, yv, 5, task)
+    values = KNNShapley(task=task, center=False).fit(X, y, Xv, yv).values_
+    assert values.sum() == pytest.approx(u(np.arange(len(y))) - u(()), rel=1e-9, abs=1e-12)
+
+
+def test_invariances():
+    X, y, Xv, yv = tiny_game(4, "classification", n=120, n_val=30)
+    base = KNNShapley().fit(X, y, Xv, yv).values_
+    perm = np.random.default_rng(0).permutation(len(y))
+    # training rows permuted: values follow their rows (no ties in continuous data)
+    np.testing.assert_allclose(KNNShapley().fit(X[perm], y[perm], Xv, yv).values_, base[perm],
+                               atol=1e-12)
+    # validation order, chunk size, a rigid motion of the features, renamed labels: no change
+    vperm = np.random.default_rng(1).permutation(len(yv))
+    np.testing.assert_allclose(KNNShapley(batch_size=7).fit(X, y, Xv[vperm], yv[vperm]).values_,
+                               base, atol=1e-12)
+    q, _ = np.linalg.qr(np.random.default_rng(2).normal(size=(2, 2)))
+    moved = KNNShapley().fit(X @ q + 3.0, y, Xv @ q + 3.0, yv).values_
+    np.testing.assert_allclose(moved, base, atol=1e-12)
+    names = np.array(["a", "b", "c"])
+    np.testing.assert_allclose(KNNShapley().fit(X, names[y], Xv, names[yv]).values_, base)
+
+
+def test_mislabelled_row_is_lowest():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-3, 1, (40, 2)), rng.normal(3, 1, (40, 2))])
+    y = np.repeat([0, 1], 40)
+    Xv = np.vstack([rng.normal(-3, 1, (20, 2)), rng.normal(3, 1, (20, 2))])
+    yv = np.repeat([0, 1], 20)
+    y[7] = 1  # deep inside class 0's blob
+    m = KNNShapley().fit(X, y, Xv, yv)
+    assert np.argmin(m.values_) == 7
+    assert m.harmful_[7] and m.values_[7] < 0
+    assert m.harmful_.sum() < 10  # clean rows of a separable problem help
+
+
+def test_result_and_estimator_settings():
+    X, y, Xv, yv = tiny_game(6, "regression", n=50, n_val=12)
+    frame = pd.DataFrame(X, index=[f"r{i}" for i in range(50)])
+    m = KNNShapley(KNeighborsRegressor(n_neighbors=3)).fit(frame, y, Xv, yv)
+    assert m.n_neighbors_ == 3 and m.task_ == "regression"
+    r = m.result_
+    assert r.algorithm == "knn_shapley" and r.threshold == 0.0
+    np.testing.assert_array_equal(r.is_harmful, r.values <= 0)
+    assert (r.counts == 12).all() and (r.stderr == 0).all()
+    assert list(r.to_dataframe().index[:2]) == ["r0", "r1"]
+    assert r.extra["center"] is True
+    # n_neighbors given wins over the estimator's
+    same = KNNShapley(n_neighbors=3, task="regression").fit(X, y, Xv, yv).values_
+    np.testing.assert_allclose(same, r.values)
+    # a pipeline's scaler is fitted once on the training rows
+    piped = KNNShapley(make_pipeline(StandardScaler(), KNeighborsClassifier(4)))
+    Xc, yc, Xvc, yvc = tiny_game(7, "classification", n=40, n_val=10)
+    scaler = StandardScaler().fit(Xc)
+    direct = KNNShapley(n_neighbors=4).fit(scaler.transform(Xc), yc, scaler.transform(Xvc), yvc)
+    np.testing.assert_allclose(piped.fit(Xc, yc, Xvc, yvc).values_, direct.values_)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"estimator": KNeighborsClassifier(weights="distance")}, "uniform"),
+        ({"estimator": KNeighborsClassifier(metric="manhattan")}, "Euclidean"),
+        ({"estimator": DecisionTreeClassifier()}, "k-nearest"),
+        ({"metric": "neg_mae"}, "fixed utility"),
+        ({"n_neighbors": 0}, "n_neighbors"),
+        ({"task": "ranking"}, "task"),
+    ],
+)
+def test_bad_settings_are_explained(kwargs, match):
+    X, y, Xv, yv = tiny_game(0, "classification")
+    with pytest.raises(ValueError, match=match):
+        KNNShapley(**kwargs).fit(X, y, Xv, yv)
