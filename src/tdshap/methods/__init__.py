@@ -4,9 +4,16 @@ from tdshap.methods.base import BaseValuation
 from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.random_removal import RandomRemoval
 from tdshap.methods.sequential import SequentialRemoval
+from tdshap.methods.tdoob import ThresholdingOOB
 from tdshap.methods.tdshap import TDShap
 from tdshap.methods.tmc import TMCShapley
 
 __all__ = [
-    "BaseValuation", "LeaveOneOut", "RandomRemoval", "SequentialRemoval", "TDShap", "TMCShapley",
+    "BaseValuation",
+    "LeaveOneOut",
+    "RandomRemoval",
+    "SequentialRemoval",
+    "TDShap",
+    "TMCShapley",
+    "ThresholdingOOB",
 ]
