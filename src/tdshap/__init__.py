@@ -12,6 +12,7 @@ from tdshap.methods import (
     RandomRemoval,
     SequentialRemoval,
     TDShap,
+    ThresholdingOOB,
     TMCShapley,
 )
 from tdshap.result import ValuationResult
@@ -19,6 +20,7 @@ from tdshap.utility.base import Utility
 
 __all__ = [
     "CleansingResult", "HarmfulRows", "LeaveOneOut", "RandomRemoval", "SequentialRemoval",
-    "TDShap", "TMCShapley", "Utility", "ValuationResult", "cleanse", "find_harmful",
+    "TDShap", "TMCShapley", "ThresholdingOOB", "Utility", "ValuationResult", "cleanse",
+    "find_harmful",
 ]
 __version__ = "0.1.0"

@@ -30,6 +30,7 @@ from tdshap.app.harmful import (
 from tdshap.app.models import DEFAULT_MODEL, MODELS, parse_params
 from tdshap.app.report import markdown_report, plot_values, text_report
 from tdshap.app.tabular import is_parquet, read_table, write_rows_like
+from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
@@ -84,6 +85,10 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--params", help='Model parameters as JSON, e.g. \'{"max_depth": 3}\'.'),
         click.option("--metric", help="Default: accuracy (classification), neg_mae "
                      "(regression); or any scikit-learn scorer name."),
+        click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
+                     help="auto: TDShap on true-class probabilities for k-NN classifiers, "
+                     "thresholding Data-OOB otherwise; tdshap: the paper's TDShap with "
+                     "--metric; tdoob: thresholding Data-OOB."),
         click.option("--tau", type=AutoOr(), default="auto", show_default=True,
                      help="Threshold in metric units; auto: -eps."),
         click.option("--eps", type=AutoOr(), default="auto", show_default=True,
@@ -221,7 +226,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                             opts["max_iter"], opts["time_budget"])
     run_ = run(data, opts["model"], params=params, metric=opts["metric"], options=options,
                seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,
-               checkpoint=checkpoint, resume=opts["resume"])
+               checkpoint=checkpoint, resume=opts["resume"], method=opts["method"])
     inputs = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
               "train": str(opts["train"]), "target": target}
     inputs.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})

@@ -33,8 +33,8 @@ from tdshap.app.tabular import (
     holdout_split,
     infer_task,
 )
+from tdshap.app.valuer import make_valuer
 from tdshap.cleansing import cleanse
-from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
@@ -144,8 +144,9 @@ def run(
     given: set[str] | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    method: str = "auto",
 ) -> HarmfulRun:
-    """Value ``data``'s training rows with TDShap and (optionally) cleanse.
+    """Value ``data``'s training rows (``method``: see :mod:`tdshap.app.valuer`) and cleanse.
 
     ``model`` is a registry name, an import path or an estimator (``None``:
     the registry's default); ``given`` names the settings the user chose
@@ -156,7 +157,6 @@ def run(
     start = time.perf_counter()
     given = set(given or ())
     o = options or TDShapOptions()
-    tau, eps, k, n_min = o.tau, o.eps, o.k, o.n_min
     if model is None or isinstance(model, str):
         model_name = model or DEFAULT_MODEL
         estimator = build_model(model_name, data.task, params, len(data.y_train))
@@ -166,21 +166,29 @@ def run(
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     n = len(data.y_train)
-    tdshap = TDShap(estimator, metric, tau=tau, eps=eps, k=k, n_min=n_min, max_iter=o.max_iter,
-                    time_budget=o.time_budget, random_state=seed, progress=progress,
-                    checkpoint=checkpoint, resume=True if resume else None)
-    k_used, n_min_used = tdshap.block_sizes(n)
-    try:
-        check_block_size(n, k_used, n_min_used)
-    except ValueError:
-        raise ValueError(
-            f"the training part has N={n} rows, too few for n_min={n_min_used} and k={k_used} "
-            f"(needs N >= n_min + k = {n_min_used + k_used}): lower --n-min/--k or use more rows."
-        ) from None
-    if checkpoint is not None:
-        Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
+    valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
+                         {"checkpoint": checkpoint, "resume": True if resume else None})
+    tdshap = valuer.estimator
+    if resume and valuer.method != "tdshap":
+        raise ValueError("resume: only TDShap runs are checkpointed (a thresholding Data-OOB "
+                         "run is short); rerun without resume, or choose method 'tdshap'.")
+    k_used = n_min_used = None
+    if valuer.method == "tdshap":
+        k_used, n_min_used = tdshap.block_sizes(n)
+        try:
+            check_block_size(n, k_used, n_min_used)
+        except ValueError:
+            raise ValueError(
+                f"the training part has N={n} rows, too few for n_min={n_min_used} and "
+                f"k={k_used} (needs N >= n_min + k = {n_min_used + k_used}): lower "
+                "--n-min/--k or use more rows."
+            ) from None
+        if checkpoint is not None:
+            Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
     tdshap.fit(data.X_train, data.y_train, data.X_val, data.y_val)
     result = tdshap.result_
+    if k_used is None:  # thresholding Data-OOB: K held-out arms per bag, no prefixes
+        k_used = tdshap.k_
     cleansing = None
     if do_cleanse:
         cleansing = cleanse(result, estimator, data.X_train, data.y_train, data.X_val,
@@ -196,22 +204,48 @@ def run(
                              "what is fitted, defaults resolved"),
         "metric": Setting(metric, "metric" in given,
                           "given" if "metric" in given else f"default for {data.task}"),
-        "tau": Setting(tdshap.tau_, tau != "auto", _auto_note(
-            tau, "auto: -eps, so a row is harmful only when its value is below 0 by eps")),
-        "eps": Setting(tdshap.eps_, eps != "auto", _auto_note(
-            eps, f"auto: {DEFAULT_EPS_FACTOR:g} x the robust spread (1.4826 MAD) of the "
-            "first marginals")),
-        "k": Setting(k_used, k != "auto", _auto_note(
-            k, "auto: min(50, N // 3) rows valued per chain of k + 1 fits")),
-        "n_min": Setting(n_min_used, n_min != "auto", _auto_note(
-            n_min, "auto: min(100, N // 3), the smallest prefix a marginal is measured on")),
-        "max_iter": Setting(o.max_iter, "max_iter" in given,
-                            "given" if "max_iter" in given else "default: the paper's 50 rounds"),
+        "method": Setting(valuer.method, method != "auto", valuer.why),
+        "valuation_metric": Setting(valuer.metric, "metric" in given,
+                                    "the rows are valued with it; cleansing and scores use "
+                                    "the metric above"),
+        **_method_settings(valuer.method, tdshap, o, given, k_used, n_min_used),
         "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
         "seed": Setting(seed, "seed" in given, ""),
     }
     return HarmfulRun(data, model_name, estimator, metric, settings, result, cleansing,
                       time.perf_counter() - start)
+
+
+def _method_settings(method: str, valuer: Any, o: TDShapOptions, given: set[str],
+                     k_used: int, n_min_used: int | None) -> dict[str, Setting]:
+    """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
+    if method == "tdoob":
+        return {
+            "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
+                o.tau, "auto: chance (1 / classes) for classifiers; for regression 2 robust "
+                "sd below the median out-of-bag score")),
+            "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
+                o.eps, "auto: 0.3 x the robust spread of the first out-of-bag scores")),
+            "k": Setting(k_used, o.k != "auto", _auto_note(
+                o.k, "auto: min(50, N // 10) rows held out of every bag")),
+            "n_min": Setting(None, False, "not used by thresholding Data-OOB"),
+            "max_iter": Setting(valuer.max_iter, "max_iter" in given, "given"
+                                if "max_iter" in given else "default: bags after the first "
+                                "pass"),
+        }
+    return {
+        "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
+            o.tau, "auto: -eps, so a row is harmful only when its value is below 0 by eps")),
+        "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
+            o.eps, f"auto: {DEFAULT_EPS_FACTOR:g} x the robust spread (1.4826 MAD) of the "
+            "first marginals")),
+        "k": Setting(k_used, o.k != "auto", _auto_note(
+            o.k, "auto: min(50, N // 3) rows valued per chain of k + 1 fits")),
+        "n_min": Setting(n_min_used, o.n_min != "auto", _auto_note(
+            o.n_min, "auto: min(100, N // 3), the smallest prefix a marginal is measured on")),
+        "max_iter": Setting(o.max_iter, "max_iter" in given,
+                            "given" if "max_iter" in given else "default: the paper's 50 rounds"),
+    }
 
 
 class HarmfulRows(pd.DataFrame):
@@ -261,6 +295,7 @@ def find_harmful(
     time_budget: float | None = None,
     impute: bool = False,
     cleanse: bool = True,
+    method: str = "auto",
     random_state: int = 0,
     progress: bool = False,
 ) -> HarmfulRows:
@@ -290,6 +325,12 @@ def find_harmful(
         training rows) instead of refusing them.
     cleanse:
         Also run the cleansing protocol (adds the ``removed`` column).
+    method:
+        ``"auto"``: TDShap on true-class probabilities for k-NN classifiers
+        (exact fast path), thresholding Data-OOB
+        (:class:`~tdshap.methods.tdoob.ThresholdingOOB`) for everything else;
+        ``"tdshap"``: the paper's TDShap with ``metric``; ``"tdoob"``. See
+        :mod:`tdshap.app.valuer` for the measurements behind the choice.
 
     Returns
     -------
@@ -314,9 +355,11 @@ def find_harmful(
         given.add("metric")
     if max_iter != DEFAULT_MAX_ITER:
         given.add("max_iter")
+    if method != "auto":
+        given.add("method")
     options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
     result = run(data, estimator, metric=metric, options=options, seed=random_state,
-                 do_cleanse=cleanse, progress=progress, given=given)
+                 do_cleanse=cleanse, progress=progress, given=given, method=method)
     rows = HarmfulRows(result.frame())
     rows.run = result
     return rows

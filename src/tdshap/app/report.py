@@ -34,6 +34,15 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
+METHOD_LABELS = {"tdshap": "TDShap", "tdoob": "Thresholding Data-OOB"}
+
+
+def method_label(run: HarmfulRun) -> str:
+    """The valuation method's display name (runs without a recorded method: TDShap)."""
+    method = run.settings.get("method")
+    return METHOD_LABELS.get(method.value if method else "tdshap", "TDShap")
+
+
 def headline(run: HarmfulRun) -> str:
     r = run.result
     return (f"{int(r.is_harmful.sum())} of {len(r)} training rows look harmful "
@@ -115,9 +124,11 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
     d, s = run.data, run.settings
     task_how = "given" if d.task_given else f"inferred: {d.task_reason}"
     lines = [
-        f"TDShap: {headline(run)}",
+        f"{method_label(run)}: {headline(run)}",
         certainty_line(run),
-        f"task {d.task} ({task_how}); model {run.model_name}; metric {run.metric}",
+        f"task {d.task} ({task_how}); model {run.model_name}; metric {run.metric}; "
+        f"valued by {s['method'].value} on {s['valuation_metric'].value} "
+        f"({s['method'].why})",
         f"data: {len(d.y_train)} training rows valued; {d.split_note}",
         f"settings: k={s['k'].value}, n_min={s['n_min'].value}, max_iter={s['max_iter'].value}"
         f", time_budget={s['time_budget'].value}, seed={s['seed'].value}",
@@ -131,11 +142,12 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         if overfit_warning(run):
             lines.append(str(overfit_warning(run)))
     lines.append(cost_line(run))
-    pulls = (run.result.guarantee or {}).get("pulls", 0)
-    lines.append(f"guarantee (Theorem 2), {pulls:,} pulls made:")
-    for label, w, need, met, fail in guarantee_rows(run):
-        lines.append(f"  width from {label}: w={w}, pulls needed {need}, met: {met}"
-                     + (f", P(fail) <= {fail}" if met == "yes" else ""))
+    if run.result.guarantee:  # Theorem 2 is about Shapley marginals: TDShap only
+        pulls = run.result.guarantee.get("pulls", 0)
+        lines.append(f"guarantee (Theorem 2), {pulls:,} pulls made:")
+        for label, w, need, met, fail in guarantee_rows(run):
+            lines.append(f"  width from {label}: w={w}, pulls needed {need}, met: {met}"
+                         + (f", P(fail) <= {fail}" if met == "yes" else ""))
     lines.append(f"worst {n_worst} rows:")
     lines.append(worst_rows(run, n_worst).to_string(float_format=lambda v: f"{v:.4g}"))
     return "\n".join(lines)
@@ -194,13 +206,15 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
         "## Fits and time\n" + cost_line(run) + ".\n\nPulls per row: "
         + ", ".join(f"{k} {_fmt(v, 3)}" for k, v in (r.extra.get("pulls_spread") or {}).items())
     )
-    pulls = (r.guarantee or {}).get("pulls", 0)
-    parts.append(
-        f"## Guarantee\n{pulls:,} pulls made, N = {len(r)}, eps = {_fmt(run.settings['eps'].value)}"
-        ".\n\n" + _md_table(["width from", "w", "pulls needed", "met", "P(fail) <="],
-                            guarantee_rows(run))
-        + "\n\n" + GUARANTEE_NOTE
-    )
+    if r.guarantee:
+        pulls = r.guarantee.get("pulls", 0)
+        parts.append(
+            f"## Guarantee\n{pulls:,} pulls made, N = {len(r)}, "
+            f"eps = {_fmt(run.settings['eps'].value)}.\n\n"
+            + _md_table(["width from", "w", "pulls needed", "met", "P(fail) <="],
+                        guarantee_rows(run))
+            + "\n\n" + GUARANTEE_NOTE
+        )
     return "\n\n".join(parts) + "\n"
 
 

@@ -6,10 +6,11 @@ from tdshap.methods.knn_shapley import KNNShapley
 from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.random_removal import RandomRemoval
 from tdshap.methods.sequential import SequentialRemoval
+from tdshap.methods.tdoob import ThresholdingOOB
 from tdshap.methods.tdshap import TDShap
 from tdshap.methods.tmc import TMCShapley
 
 __all__ = [
     "BaseValuation", "DataOOB", "KNNShapley", "LeaveOneOut", "RandomRemoval", "SequentialRemoval",
-    "TDShap", "TMCShapley",
+    "TDShap", "TMCShapley", "ThresholdingOOB",
 ]

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, Self
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from sklearn.base import BaseEstimator, clone, is_classifier
 
 from tdshap.utility.metrics import MetricSpec, resolve_metric
 
@@ -161,12 +161,22 @@ def _constant_prediction(y: np.ndarray, classifier: bool) -> Any:
     return float(np.mean(np.asarray(y, dtype=float)))
 
 
-class _ConstantModel:
-    """Predicts one value; lets any scorer score the fallback."""
+class _ConstantModel(BaseEstimator):
+    """Predicts one value; lets any scorer score the fallback.
 
-    def __init__(self, value: Any, classes: np.ndarray | None) -> None:
+    A scikit-learn estimator (with its tags) because scikit-learn's scorers for
+    probabilities ask the estimator for its type before calling it.
+    """
+
+    def __init__(self, value: Any = None, classes: np.ndarray | None = None) -> None:
         self.value = value
+        self.classes = classes
         self.classes_ = classes
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "classifier" if self.classes is not None else "regressor"
+        return tags
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.full(len(X), self.value)

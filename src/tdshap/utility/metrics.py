@@ -41,6 +41,24 @@ def _r2(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else 0.0
 
 
+TRUE_CLASS_PROBA = "true_class_proba"
+
+
+def _true_class_proba_scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
+    """Mean predicted probability of each validation row's true class (0 if unseen).
+
+    A smooth utility for classifiers: one training row moves it a little on
+    many validation rows, where 0/1 accuracy mostly does not move at all, so a
+    row's marginals carry information after a few pulls. For k-NN with uniform
+    weights it is the utility of exact k-NN Shapley (Jia et al., 2019).
+    """
+    proba = np.asarray(estimator.predict_proba(X), dtype=float)
+    classes = np.asarray(estimator.classes_)
+    pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    seen = classes[pos] == y
+    return float(np.mean(np.where(seen, proba[np.arange(len(y)), pos], 0.0)))
+
+
 # name -> (prediction metric, task, how the width of one marginal is bounded)
 _BUILTIN: dict[str, tuple[PredictionMetric, str, str | None]] = {
     "accuracy": (_accuracy, "classification", "accuracy"),
@@ -117,6 +135,7 @@ def resolve_metric(metric: str | Callable[..., float]) -> MetricSpec:
     """Resolve ``metric`` into a :class:`MetricSpec`.
 
     ``metric`` is one of ``"accuracy"``, ``"neg_mae"``, ``"neg_mse"``, ``"r2"``,
+    ``"true_class_proba"`` (mean predicted probability of the true class),
     any scikit-learn scorer name (``sklearn.metrics.get_scorer_names()``), a
     callable ``f(y_true, y_pred) -> float`` (higher is better), or a
     scikit-learn style scorer ``f(estimator, X, y) -> float``.
@@ -128,6 +147,8 @@ def resolve_metric(metric: str | Callable[..., float]) -> MetricSpec:
         if name in _BUILTIN:
             fn, _task, bound = _BUILTIN[name]
             return MetricSpec(name, _prediction_scorer(fn), fn, bound)
+        if name == TRUE_CLASS_PROBA:
+            return MetricSpec(name, _true_class_proba_scorer, None, "accuracy")
         if name in get_scorer_names():
             return MetricSpec(name, get_scorer(name), None, None)
         raise ValueError(
@@ -149,6 +170,8 @@ def resolve_metric(metric: str | Callable[..., float]) -> MetricSpec:
 
 def metric_task(spec: MetricSpec) -> str | None:
     """``"classification"`` / ``"regression"`` for built-in metrics, else None."""
+    if spec.name == TRUE_CLASS_PROBA:
+        return "classification"
     entry = _BUILTIN.get(spec.name)
     return entry[1] if entry else None
 

@@ -23,7 +23,8 @@ from sklearn.base import clone
 from threadpoolctl import ThreadpoolController
 
 from tdshap.utility.base import Truncation, TruncationScan, Utility
-from tdshap.utility.fast.scoring import row_scorer
+from tdshap.utility.fast.scoring import RowScorer, row_scorer
+from tdshap.utility.metrics import TRUE_CLASS_PROBA
 
 
 @functools.cache
@@ -35,6 +36,11 @@ def single_threaded_blas() -> AbstractContextManager[Any]:
     """BLAS on one thread: a fast path's matrices are small, and OpenBLAS's threads
     cost more to wake (far more on a busy machine) than they save on them."""
     return _controller().limit(limits=1, user_api="blas")
+
+
+def _mean_per_step(y_true: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Scores of steps whose predictions already are per-row true-class probabilities."""
+    return np.mean(P, axis=1)
 
 
 class NotEligible(ValueError):
@@ -53,6 +59,8 @@ class FastPathUtility(Utility):
     """
 
     name: ClassVar[str] = "fast"
+    # whether the subclass can predict true-class probabilities (metric "true_class_proba")
+    proba_capable: ClassVar[bool] = False
     counter_names = (*Utility.counter_names, "n_fast_evaluations", "n_fast_declined")
     # steps computed together: large enough to amortise numpy calls, small
     # enough that a truncated TMC chain wastes little
@@ -61,12 +69,17 @@ class FastPathUtility(Utility):
     def __init__(self, estimator: Any, metric: Any, X: np.ndarray, y: np.ndarray,
                  X_val: np.ndarray, y_val: np.ndarray, **kwargs: Any) -> None:
         super().__init__(estimator, metric, X, y, X_val, y_val, **kwargs)
-        if self.metric.from_predictions is None:
+        self.true_class_proba = self.metric.name == TRUE_CLASS_PROBA
+        if self.true_class_proba and self.proba_capable and self.classifier:
+            # the subclass predicts each validation row's true-class probability
+            self._row_scorer: RowScorer = _mean_per_step
+        elif self.metric.from_predictions is None:
             raise NotEligible(
                 f"metric {self.metric.name!r} needs more than predictions; fast paths "
                 "score predictions only."
             )
-        self._row_scorer = row_scorer(self.metric)
+        else:
+            self._row_scorer = row_scorer(self.metric)
         self.n_fast_evaluations = 0
         self.n_fast_declined = 0
 

@@ -23,6 +23,15 @@ by a special rule once rounding makes their distance exactly zero), and the
 two best classes' weights are not within ``VOTE_RTOL`` of each other. Any
 other step (a tie) is refitted by scikit-learn, as is any subset with fewer
 than k rows (scikit-learn raises there, and the base class's fallback applies).
+
+True-class probabilities
+------------------------
+With the metric ``"true_class_proba"`` each validation point's prediction is
+the (weighted) share of its k nearest subset rows that carry its label, and
+equally distant rows are ranked by row number, so the utility is a function
+of the subset alone (the game of exact k-NN Shapley, Jia et al. 2019). That
+game is computed here without refits at ties; scikit-learn may rank tied
+rows otherwise, so values with ``fast_path=False`` can differ at ties.
 """
 
 from __future__ import annotations
@@ -77,6 +86,7 @@ class NeighborsChainUtility(FastPathUtility):
     """Utility for ``KNeighborsClassifier`` / ``KNeighborsRegressor`` (Euclidean)."""
 
     name: ClassVar[str] = "kneighbors"
+    proba_capable: ClassVar[bool] = True
 
     def __init__(self, estimator: Any, metric: Any, X: np.ndarray, y: np.ndarray,
                  X_val: np.ndarray, y_val: np.ndarray, **kwargs: Any) -> None:
@@ -101,6 +111,9 @@ class NeighborsChainUtility(FastPathUtility):
         self._zero = rounding / (2 * WEIGHT_RTOL)
         if self.classifier:
             self._labels, self._codes = np.unique(y, return_inverse=True)
+            # validation rows' classes as training codes (-1: a class no training row has)
+            pos = np.clip(np.searchsorted(self._labels, y_val), 0, len(self._labels) - 1)
+            self._val_codes = np.where(self._labels[pos] == y_val, pos, -1)
         else:
             self._target = np.asarray(y, dtype=float)
 
@@ -114,7 +127,13 @@ class NeighborsChainUtility(FastPathUtility):
         """
         k = self.k
         d2, nbr = state.dist2[rows], state.index[rows, :k]
-        tied = d2[:, k] - d2[:, k - 1] <= self._tie[rows]
+        if self.true_class_proba:
+            # true-class probabilities define their own k-NN game, in which equally
+            # distant rows are ranked by row number (as exact k-NN Shapley ranks them):
+            # a tie at the k-th neighbour is then no reason to refit
+            tied = np.zeros(len(rows), dtype=bool)
+        else:
+            tied = d2[:, k] - d2[:, k - 1] <= self._tie[rows]
         weights = None
         if self.weights == "distance":
             tied |= d2[:, 0] <= self._zero[rows]
@@ -123,6 +142,12 @@ class NeighborsChainUtility(FastPathUtility):
             onehot = self._codes[nbr][:, :, None] == np.arange(len(self._labels))
             votes = (onehot.sum(axis=1) if weights is None
                      else (onehot * weights[:, :, None]).sum(axis=1))
+            if self.true_class_proba:  # probabilities do not depend on who wins a vote
+                code = self._val_codes[rows]
+                mine = votes[np.arange(len(rows)), np.maximum(code, 0)]
+                state.pred[rows] = np.where(code >= 0, mine / votes.sum(axis=1), 0.0)
+                state.tied[rows] = tied
+                return
             best = np.argmax(votes, axis=1)  # ties: the smallest label, as scikit-learn
             if weights is not None and votes.shape[1] > 1:  # integer votes tie exactly
                 top2 = np.sort(votes, axis=1)[:, -2:]
@@ -164,7 +189,8 @@ class NeighborsChainUtility(FastPathUtility):
         index = self._nearest(prefix)
         dist2 = np.where(index >= 0, self._dist2[index, np.arange(m)[:, None]], np.inf)
         state = _NeighborLists(dist2, index, len(prefix))
-        state.pred = np.empty(m, dtype=self._labels.dtype if self.classifier else float)
+        classes = self.classifier and not self.true_class_proba
+        state.pred = np.empty(m, dtype=self._labels.dtype if classes else float)
         with np.errstate(divide="ignore", invalid="ignore"):
             self._update(state, np.arange(m))
         return state, state.pred.copy() if self._exact(state) else None
@@ -185,12 +211,20 @@ class NeighborsChainUtility(FastPathUtility):
     def _add(self, state: _NeighborLists, b: int, cols: np.ndarray) -> None:
         """Add training row ``b`` to the subset (``cols``: ``arange(k + 1)``)."""
         d = self._dist2[b]
-        hit = np.flatnonzero(d < state.dist2[:, -1])
+        last = state.dist2[:, -1]
+        if self.true_class_proba:
+            hit = np.flatnonzero((d < last) | ((d == last) & (b < state.index[:, -1])))
+        else:
+            hit = np.flatnonzero(d < last)
         if len(hit):
             # insert b into each sorted list it enters (after equal distances); the last
             # entry drops out
             near, dh = state.dist2[hit], d[hit, None]
-            pos = np.count_nonzero(near <= dh, axis=1)[:, None]
+            if self.true_class_proba:  # equal distances: the lower row number first
+                before = (near < dh) | ((near == dh) & (state.index[hit] < b))
+            else:
+                before = near <= dh
+            pos = np.count_nonzero(before, axis=1)[:, None]
             src = (hit[:, None], cols - (cols > pos))
             at = cols == pos
             state.dist2[hit] = np.where(at, dh, state.dist2[src])

@@ -1,0 +1,261 @@
+"""Thresholding Data-OOB: the APT bandit of TDShap with out-of-bag rewards.
+
+TDShap's bandit does not need Shapley marginals: any per-row stochastic game
+whose mean ranks the rows will do. For models that must be refitted for
+every subset (trees, boosting, logistic regression), one row's Shapley
+marginal is nearly always zero, and a handful of pulls per row says little.
+Data-OOB (Kwon & Zou, 2023) scores a row instead by how well models that
+never saw it predict its own label: bag-by-bag, out of bag.
+
+Here every pull is one bagged model: the APT bandit (the paper's Algorithm 1)
+picks the ``k`` arms whose side of ``tau`` is least certain, the model is
+fitted on a bootstrap sample of the *other* rows, and each held-out arm
+receives its out-of-bag score as a reward; so does every other row the
+bootstrap happened to leave out (about 37%), as in Data-OOB. One fit
+therefore pulls many arms, and the bandit steers the extra pulls to the rows
+near the threshold.
+
+A row's reward is its out-of-bag score in the units of the metric, per row:
+the predicted probability of its own label (``true_class_proba``, the
+default for classifiers with ``predict_proba``), 1/0 for a correct/incorrect
+prediction (``accuracy``), or minus the absolute / squared error for
+regression (``neg_mae`` / ``neg_mse``). With ``tau="auto"`` the threshold is
+chance for classification (``1 / n_classes``: models that never saw the row
+give its label less than a uniform guess would), and for regression it is
+set after the first pass from the scores themselves: rows scoring
+``outlier_factor`` robust standard deviations (1.4826 MAD) below the median
+are to be found. ``eps = eps_factor`` of the first pass's robust spread.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+
+from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.apt.thresholds import marginal_scale
+from tdshap.methods.base import BaseValuation
+from tdshap.methods.progress import RunProgress
+from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
+from tdshap.result import ValuationResult
+from tdshap.utility.base import Utility, random_state_params
+from tdshap.utility.metrics import TRUE_CLASS_PROBA
+
+ROW_METRICS = ("true_class_proba", "accuracy", "neg_mae", "neg_mse")
+
+
+def row_scores(model: Any, X: np.ndarray, y: np.ndarray, metric: str) -> np.ndarray:
+    """Each row's score under ``metric`` (higher is better) from a fitted ``model``."""
+    if metric == TRUE_CLASS_PROBA:
+        proba = np.asarray(model.predict_proba(X), dtype=float)
+        classes = np.asarray(model.classes_)
+        pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+        return np.where(classes[pos] == y, proba[np.arange(len(y)), pos], 0.0)
+    pred = model.predict(X)
+    if metric == "accuracy":
+        return (pred == y).astype(float)
+    err = np.asarray(y, dtype=float) - np.asarray(pred, dtype=float)
+    return -np.abs(err) if metric == "neg_mae" else -(err * err)
+
+
+class ThresholdingOOB(BaseValuation):
+    """Find the rows that models trained without them predict worst (bandit + Data-OOB).
+
+    Parameters
+    ----------
+    estimator:
+        Any scikit-learn style estimator (cloned for every bag).
+    metric:
+        The per-row score: ``"true_class_proba"``, ``"accuracy"``, ``"neg_mae"``
+        or ``"neg_mse"``. ``None``: ``true_class_proba`` for classifiers with
+        ``predict_proba``, ``accuracy`` for other classifiers, ``neg_mae``
+        for regressors.
+    tau, eps:
+        Threshold and precision in units of the per-row score, or ``"auto"``
+        (see the module docstring).
+    k:
+        Arms held out of every bag (the bandit's pulls per bag besides the
+        rows the bootstrap leaves out). ``"auto"``: ``min(50, N // 10)``.
+    max_iter, time_budget:
+        Bags after the first pass (which fits ``ceil(N / k)`` bags, every
+        row held out once), and/or seconds; the first limit reached stops.
+    outlier_factor, eps_factor:
+        The ``"auto"`` threshold and precision, in robust standard deviations
+        of the first pass's scores.
+    on_error:
+        ``"fallback"``: a bag whose fit fails is skipped (counted in
+        ``n_fallbacks``); ``"raise"``: the error propagates.
+    random_state:
+        Seed or numpy Generator: the same seed gives the same values.
+    progress:
+        Show a progress bar.
+    """
+
+    algorithm = "tdoob"
+
+    def __init__(
+        self,
+        estimator: Any = None,
+        metric: str | None = None,
+        tau: float | str = "auto",
+        eps: float | str = "auto",
+        k: int | str = "auto",
+        max_iter: int | None = 200,
+        time_budget: float | None = None,
+        outlier_factor: float = 2.0,
+        eps_factor: float = 0.3,
+        on_error: str = "fallback",
+        random_state: Any = None,
+        progress: bool = False,
+    ) -> None:
+        self.estimator = estimator
+        self.metric = metric
+        self.tau = tau
+        self.eps = eps
+        self.k = k
+        self.max_iter = max_iter
+        self.time_budget = time_budget
+        self.outlier_factor = outlier_factor
+        self.eps_factor = eps_factor
+        self.on_error = on_error
+        self.random_state = random_state
+        self.progress = progress
+
+    seed_mode = "chain"
+    fast_path = False
+
+    def _row_metric(self) -> str:
+        if self.metric is None:
+            if is_classifier(self.estimator):
+                return TRUE_CLASS_PROBA if hasattr(self.estimator, "predict_proba") else "accuracy"
+            return "neg_mae"
+        if self.metric not in ROW_METRICS:
+            raise ValueError(f"metric={self.metric!r}: ThresholdingOOB scores single rows; "
+                             f"use one of {ROW_METRICS} or None.")
+        return str(self.metric)
+
+    def _check_params(self, n: int) -> None:
+        for name in ("tau", "eps"):
+            value = getattr(self, name)
+            if value != "auto" and not isinstance(value, int | float):
+                raise ValueError(f"{name}={value!r} must be a number or 'auto'.")
+        if self.eps != "auto" and float(self.eps) < 0:
+            raise ValueError(f"eps={self.eps!r} must be >= 0.")
+        if self.k == "auto":
+            self.k_ = max(1, min(50, n // 10))
+        elif isinstance(self.k, int | np.integer) and 1 <= self.k <= n - 1:
+            self.k_ = int(self.k)
+        else:
+            raise ValueError(f"k={self.k!r} must be 'auto' or a whole number in 1..N-1 "
+                             f"(N={n}).")
+        self._stop: StoppingCriterion = build_stopping(max_rounds=self.max_iter,
+                                                       time_budget=self.time_budget)
+
+    def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> ThresholdingOOB:
+        """Value the rows of ``(X, y)``; out-of-bag scores need no validation set.
+
+        ``X_val``/``y_val`` are accepted for the common interface and unused.
+        """
+        if X_val is None:  # the checks of the common interface want a validation set
+            X_val, y_val = X, y
+        self.metric_ = self._row_metric()
+        utility, rng = self._prepare(X, y, X_val, y_val)
+        start = time.perf_counter()
+        try:
+            state = self._run(utility, rng, start)
+        finally:
+            self._release()
+        self._publish(self._make_result(utility, state, start))
+        return self
+
+    def _make_utility(self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray,
+                      y_val: np.ndarray, run_seed: int) -> Utility:
+        # The utility only holds the data and the fit counters here: bags are fitted below.
+        on_error: Literal["raise", "fallback"] = "raise" if self.on_error == "raise" \
+            else "fallback"
+        return Utility(self.estimator, "accuracy" if is_classifier(self.estimator)
+                       else "neg_mae", X, y, X_val, y_val, on_error=on_error,
+                       run_seed=run_seed)
+
+    def _bag(self, utility: Utility, held: np.ndarray, rng: np.random.Generator,
+             state: APTState) -> None:
+        """Fit one bag without ``held`` and reward the held-out and out-of-bag rows."""
+        n = utility.n
+        others = np.setdiff1d(np.arange(n), held, assume_unique=True)
+        bag = rng.choice(others, size=len(others), replace=True)
+        seed = int(rng.integers(2**32))
+        inside = np.zeros(n, dtype=bool)
+        inside[bag] = True
+        out = np.flatnonzero(~inside)  # held rows and the ones the bootstrap left out
+        model = clone(utility.estimator)
+        model.set_params(**{p: seed for p in random_state_params(model)})
+        started = time.perf_counter()
+        try:
+            model.fit(utility.X[bag], utility.y[bag])
+            rewards = row_scores(model, utility.X[out], utility.y[out], self.metric_)
+        except Exception:
+            utility.n_fits += 1
+            utility.fit_seconds += time.perf_counter() - started
+            if self.on_error == "raise":
+                raise
+            utility.n_fallbacks += 1
+            return
+        utility.n_fits += 1
+        utility.n_evaluations += 1
+        utility.fit_seconds += time.perf_counter() - started
+        ok = np.isfinite(rewards)
+        state.update(out[ok], rewards[ok])
+
+    def _run(self, utility: Utility, rng: np.random.Generator, start: float) -> APTState:
+        n, k = utility.n, self.k_
+        self.n_classes_ = len(np.unique(utility.y)) if utility.classifier else 0
+        auto = "auto" in (self.tau, self.eps)
+        state = APTState(n, 0.0 if auto else float(self.tau), 0.0 if auto else float(self.eps))
+        self._stop.reset()
+        bar = RunProgress(self.progress, desc=f"TDOOB N={n} K={k}")
+        order = rng.permutation(n)
+        self.rounds_ = 0
+        try:
+            for lo in range(0, n, k):  # first pass: every row held out once
+                self._bag(utility, order[lo : lo + k], rng, state)
+            if auto:
+                state.tau, state.eps = self._auto_thresholds(state)
+            while not self._stop.check(RunStatus(self.rounds_, time.perf_counter() - start,
+                                                 state.mu)):
+                self._bag(utility, state.select(k, rng), rng, state)
+                self.rounds_ += 1
+                if bar.enabled:
+                    bar.update(self._stop.completion(RunStatus(
+                        self.rounds_, time.perf_counter() - start, state.mu)),
+                        bags=utility.n_fits)
+        finally:
+            bar.close()
+        self.tau_, self.eps_ = state.tau, state.eps
+        return state
+
+    def _auto_thresholds(self, state: APTState) -> tuple[float, float]:
+        pulled = state.counts > 0
+        scores = state.mu[pulled] if pulled.any() else np.zeros(1)
+        scale = marginal_scale(scores - np.median(scores)) or 1e-12
+        if self.tau != "auto":
+            tau = float(self.tau)
+        elif self.metric_ in ("true_class_proba", "accuracy"):
+            tau = 1.0 / self.n_classes_
+        else:
+            tau = float(np.median(scores)) - self.outlier_factor * scale
+        eps = self.eps_factor * scale if self.eps == "auto" else float(self.eps)
+        return tau, eps
+
+    def _make_result(self, utility: Utility, state: APTState, start: float) -> ValuationResult:
+        fired = self._stop.fired(RunStatus(self.rounds_, time.perf_counter() - start, state.mu))
+        return self._result(
+            utility, start, values=state.mu.copy(), counts=state.counts.copy(),
+            variances=state.variances(), harmful=(state.mu <= state.tau) & (state.counts > 0),
+            threshold=state.tau,
+            extra={"tau": state.tau, "eps": state.eps, "k": self.k_, "rounds": self.rounds_,
+                   "metric": self.metric_, "stopped_by": fired,
+                   "unpulled": int(np.sum(state.counts == 0))},
+        )

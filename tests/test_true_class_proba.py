@@ -1,0 +1,102 @@
+"""The true-class-probability utility: scorer, exact k-NN fast path, fallbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import TDShap
+from tdshap.app.run import TDShapOptions
+from tdshap.app.valuer import choose_method, make_valuer
+from tdshap.utility import Utility
+from tdshap.utility.fast import NeighborsChainUtility
+from tdshap.utility.metrics import resolve_metric
+
+
+def test_scorer_is_the_mean_probability_of_the_true_class() -> None:
+    X = np.array([[0.0], [0.1], [1.0], [1.1]])
+    model = KNeighborsClassifier(2).fit(X, np.array([0, 1, 1, 1]))
+    spec = resolve_metric("true_class_proba")
+    # neighbours of 0.0: rows 0 and 1 (classes 0, 1) -> P(0) = 0.5; of 1.0: two 1s -> 1.0
+    got = spec.score(model, np.array([[0.0], [1.0], [1.0]]), np.array([0, 1, 5]))
+    assert got == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+
+
+def _brute(X: np.ndarray, y: np.ndarray, Xv: np.ndarray, yv: np.ndarray, S: np.ndarray,
+           k: int) -> float:
+    """The k-NN true-class-probability game, equal distances ranked by row number."""
+    S = np.sort(S)
+    d = ((X[S][:, None, :] - Xv[None]) ** 2).sum(-1)
+    out = []
+    for v in range(len(Xv)):
+        order = sorted(range(len(S)), key=lambda j: (d[j, v], S[j]))[:k]
+        out.append(np.mean(y[S][order] == yv[v]))
+    return float(np.mean(out))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fast_path_equals_the_game_with_many_ties(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, (30, 2)).astype(float)  # integer grid: ties everywhere
+    y = rng.integers(0, 3, 30)
+    Xv, yv = rng.integers(0, 3, (12, 2)).astype(float), rng.integers(0, 3, 12)
+    k = 3
+    u = NeighborsChainUtility(KNeighborsClassifier(k), "true_class_proba", X, y, Xv, yv,
+                              run_seed=0)
+    for _ in range(10):
+        perm = rng.permutation(30)
+        p = int(rng.integers(k, 15))
+        scores = u.evaluate_chain(perm[:p], perm[p : p + 10], 0)
+        want = [_brute(X, y, Xv, yv, perm[: p + j], k) for j in range(11)]
+        np.testing.assert_allclose(scores, want, atol=1e-12)
+    assert u.n_fast_declined == 0  # ties are part of the game, not a reason to refit
+
+
+def test_fast_path_equals_refits_without_ties() -> None:
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 3, 40)
+    Xv, yv = rng.normal(size=(25, 3)), rng.integers(0, 3, 25)
+    for weights in ("uniform", "distance"):
+        est = KNeighborsClassifier(5, weights=weights)
+        fast = TDShap(est, "true_class_proba", k=10, n_min=0, max_iter=5,
+                      random_state=0).fit(X, y, Xv, yv).result_
+        slow = TDShap(est, "true_class_proba", k=10, n_min=0, max_iter=5, random_state=0,
+                      fast_path=False).fit(X, y, Xv, yv).result_
+        assert fast.extra["fast_path"] == "kneighbors"
+        np.testing.assert_allclose(fast.values, slow.values, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["neg_log_loss", "neg_brier_score", "true_class_proba"])
+def test_probability_metrics_survive_the_constant_fallback(metric: str) -> None:
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 2)), np.repeat([0, 1], 15)
+    Xv, yv = rng.normal(size=(20, 2)), np.repeat([0, 1], 10)
+    # the constant model a failed or empty fit falls back to is scored like any model
+    utility = Utility(LogisticRegression(), metric, X, y, Xv, yv)
+    assert np.isfinite(utility.fallback_score(np.array([0, 1])))
+    r = TDShap(LogisticRegression(), metric, k=5, n_min=0, max_iter=2,
+               random_state=0).fit(X, y, Xv, yv).result_
+    assert np.isfinite(r.values).all()
+
+
+def test_auto_method_by_model_and_task() -> None:
+    assert choose_method(KNeighborsClassifier(), "auto")[0] == "tdshap"
+    assert choose_method(DecisionTreeClassifier(), "auto")[0] == "tdoob"
+    assert choose_method(KNeighborsRegressor(), "auto")[0] == "tdoob"
+    assert choose_method(DecisionTreeClassifier(), "tdshap")[0] == "tdshap"
+    with pytest.raises(ValueError, match="method="):
+        choose_method(KNeighborsClassifier(), "best")
+
+
+def test_auto_values_knn_with_probabilities_but_keeps_a_given_metric() -> None:
+    o = TDShapOptions()
+    auto = make_valuer(KNeighborsClassifier(), "accuracy", set(), "auto", o, 0, False, {})
+    assert auto.metric == "true_class_proba"
+    given = make_valuer(KNeighborsClassifier(), "accuracy", {"metric"}, "auto", o, 0, False,
+                        {})
+    assert given.metric == "accuracy"
+    paper = make_valuer(KNeighborsClassifier(), "accuracy", set(), "tdshap", o, 0, False, {})
+    assert paper.metric == "accuracy"
