@@ -68,6 +68,7 @@ from tdshap.methods import (
     LeaveOneOut,
     RandomRemoval,
     TDShap,
+    ThresholdingOOB,
     TMCShapley,
 )
 
@@ -223,10 +224,19 @@ def _valued(method: Any, split: Split) -> Valued:
     return Valued(method.result_.values, method.result_.is_harmful, method.result_)
 
 
-def run_find_harmful(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
-    rows = find_harmful(split.X, split.y, estimator, X_val=split.X_val, y_val=split.y_val,
-                        task=split.task, cleanse=False, random_state=seed)
-    return Valued(rows["value"].to_numpy(), rows["is_harmful"].to_numpy(), rows.run.result)
+def _find_harmful(method: str) -> Runner:
+    def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+        rows = find_harmful(split.X, split.y, estimator, X_val=split.X_val, y_val=split.y_val,
+                            task=split.task, cleanse=False, method=method, random_state=seed)
+        return Valued(rows["value"].to_numpy(), rows["is_harmful"].to_numpy(), rows.run.result)
+    return run
+
+
+run_find_harmful = _find_harmful("auto")
+
+
+def run_tdoob(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+    return _valued(ThresholdingOOB(estimator, random_state=seed, max_iter=100), split)
 
 
 def _tdshap(**settings: Any) -> Runner:
@@ -281,8 +291,16 @@ class Method:
 
 #: name -> method. Add TDShap variants here.
 METHODS: dict[str, Method] = {
-    "find_harmful": Method(run_find_harmful, "find_harmful / tdshap clean defaults (TDShap, "
-                           "tau/eps auto, 50 rounds)"),
+    "find_harmful": Method(run_find_harmful, "find_harmful / tdshap clean defaults (method "
+                           "auto: TDShap on true-class probabilities for k-NN classifiers, "
+                           "thresholding Data-OOB otherwise)"),
+    "find_harmful-tdshap": Method(_find_harmful("tdshap"), "find_harmful with method='tdshap' "
+                                  "(the defaults before: TDShap on the user's metric, tau/eps "
+                                  "auto, 50 rounds)"),
+    "tdshap-proba": Method(_tdshap(metric="true_class_proba"), "TDShap, 50 rounds, metric "
+                           "true_class_proba", ("classification",)),
+    "tdoob": Method(run_tdoob, "thresholding Data-OOB (APT bandit, out-of-bag rewards), "
+                    "100 bags after the first pass"),
     "tdshap-long": Method(_tdshap(long=True), "TDShap, tau/eps auto, 2000 rounds or the time "
                           "budget"),
     "tdshap-brier": Method(_tdshap(metric="neg_brier_score"), "TDShap, 50 rounds, metric "
