@@ -30,11 +30,13 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from tdshap import TDShap
 from tdshap.intervals import INTERVAL_METHODS, half_widths
-from tests.games import Law, apt_pulls, coverage_games, iid_pulls
+from tests.games import Law, TableModel, apt_pulls, coverage_games, first_prediction, iid_pulls
 
 PULLS = (5, 10, 20, 50, 100, 200)
 N_ROWS = 9
@@ -50,6 +52,29 @@ def bootstrap_half(x: np.ndarray, means: np.ndarray, rng: np.random.Generator,
         boots[b] = np.take_along_axis(x, idx, axis=-1).mean(-1)
     lo, hi = np.quantile(boots, [0.025, 0.975], axis=0)
     return means - lo, hi - means
+
+
+def tdshap_pulls(law: Law, table: np.ndarray, runs: int, n_min: int, pulls: Sequence[int],
+                 seed: int) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, None]]:
+    """TDShap itself (``k = 1``, ``tau``/``eps`` ``"auto"``) on the game's table.
+
+    One run per seed and pull count, ``max_iter`` set so that the pulls
+    average ``n`` per row; checks that the ``apt`` replica draws what TDShap
+    does.
+    """
+    n = len(law.exact)
+    X = np.arange(n, dtype=float)[:, None]
+    y = np.full(n, table[0])
+    for target in pulls:
+        out = []
+        for run in range(runs):
+            est = TDShap(TableModel(table), metric=first_prediction, tau="auto", eps="auto",
+                         k=1, n_min=n_min, max_iter=(target - 1) * n,
+                         random_state=seed * 100_003 + run)
+            r = est.fit(X, y, X[:1], y[:1]).result_
+            out.append((r.counts, r.values, r.variances))
+        counts, values, var = (np.array(a, dtype=float) for a in zip(*out, strict=True))
+        yield target, counts, values, var, None
 
 
 def intervals(counts: np.ndarray, means: np.ndarray, var: np.ndarray, x: np.ndarray | None,
@@ -70,7 +95,10 @@ def main() -> None:
     parser.add_argument("--n-min", type=int, default=N_ROWS // 3)
     parser.add_argument("--seed", type=int, default=0, help="seed of the games' data and draws")
     parser.add_argument("--games", nargs="*", default=None)
-    parser.add_argument("--drivers", nargs="*", default=["iid", "apt"], choices=["iid", "apt"])
+    parser.add_argument("--drivers", nargs="*", default=["iid", "apt"],
+                        choices=["iid", "apt", "tdshap"])
+    parser.add_argument("--tdshap-runs", type=int, default=100,
+                        help="runs of the (slower) tdshap driver")
     args = parser.parse_args()
     start = time.perf_counter()
     games = coverage_games(N_ROWS, seed=args.seed)
@@ -88,10 +116,13 @@ def main() -> None:
         tol = 1e-9 * max(1.0, float(np.abs(law.atoms).max()))
         for driver in args.drivers:
             rng = np.random.default_rng(args.seed)
-            runner = iid_pulls if driver == "iid" else apt_pulls
+            if driver == "tdshap":
+                runs = tdshap_pulls(law, table, args.tdshap_runs, args.n_min, PULLS, args.seed)
+            else:
+                runs = (iid_pulls if driver == "iid" else apt_pulls)(law, args.runs, rng, PULLS)
             rows: dict[str, list[str]] = {}
             single: list[str] = []
-            for n, counts, means, var, x in runner(law, args.runs, rng, PULLS):
+            for n, counts, means, var, x in runs:
                 found = intervals(counts, means, var, x, law, rng)
                 multi = counts >= 2
                 single.append(f"{np.mean(~multi):.2f}")
@@ -113,7 +144,7 @@ def main() -> None:
             print(f"{'method':<11}" + "".join(f"{'n=' + str(n):>12}" for n in PULLS))
             for method, cells in rows.items():
                 print(f"{method:<11}" + "".join(f"{c:>12}" for c in cells))
-            if driver == "apt":
+            if driver != "iid":
                 print(f"{'1-pull rows':<11}" + "".join(f"{c:>12}" for c in single))
     print("\n## summary: worst coverage over the games and pull counts; median width "
           "relative to normal")

@@ -38,6 +38,26 @@ class AdditiveModel(RegressorMixin, BaseEstimator):
         return np.full(len(X), self.total_)
 
 
+class TableModel(RegressorMixin, BaseEstimator):
+    """V(S) = ``table[bitmask of S]`` when scored with :func:`first_prediction`.
+
+    The training inputs' first column holds the row numbers, so TDShap itself
+    can run on any subset table (its fallback for the empty set predicts the
+    mean target: give every row the target ``table[0]``).
+    """
+
+    def __init__(self, table: np.ndarray | None = None) -> None:
+        self.table = table
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> TableModel:
+        assert self.table is not None
+        self.value_ = float(self.table[sum(1 << int(i) for i in X[:, 0])])
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.full(len(X), self.value_)
+
+
 def first_prediction(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float(y_pred[0])
 
@@ -139,8 +159,9 @@ def coverage_games(n: int = 9, seed: int = 0) -> dict[str, np.ndarray]:
     """Subset tables of the games interval coverage is measured on.
 
     * ``ridge_mae``: Ridge, -MAE, two training targets corrupted;
-    * ``knn_accuracy``: 3-NN, accuracy, two labels flipped: most marginals
+    * ``knn_accuracy``: 3-NN, accuracy, two labels flipped: many marginals
       are exactly 0 and the rest are multiples of 1 / n_val (the hard case);
+    * ``nn1_accuracy``: the same rows under 1-NN (:func:`nearest_neighbour_game`);
     * ``additive``: every marginal of row i is a_i (zero variance);
     * ``ridge_outlier_mse``: Ridge, -MSE, one target 30 standard deviations
       off: rare, huge marginals (heavy tails);
@@ -162,6 +183,7 @@ def coverage_games(n: int = 9, seed: int = 0) -> dict[str, np.ndarray]:
     yc[:2] = 1 - yc[:2]
     games["knn_accuracy"] = utility_game(KNeighborsClassifier(3), "accuracy",
                                          Xc[:n], yc[:n], Xc[n:], yc[n:])
+    games["nn1_accuracy"] = nearest_neighbour_game(Xc[:n], yc[:n], Xc[n:], yc[n:])
     a = rng.normal(size=n)
     games["additive"] = subset_table(lambda s: float(sum(a[j] for j in s)), n)
     yo = y.copy()

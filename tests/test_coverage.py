@@ -57,10 +57,10 @@ def _coverage(law: Law, counts: np.ndarray, means: np.ndarray, var: np.ndarray,
 def test_pooled_interval_by_hand():
     counts = np.array([3, 5, 0, 1])
     var = np.array([0.01, 0.04, np.nan, np.nan])
-    pooled = (2 * 0.01 + 4 * 0.04) / 6
+    pooled = (0.01 + 0.04) / 2  # every row with a variance counts once
     assert pooled_variance(counts, var) == pytest.approx(pooled)
     half = half_widths(counts, var)
-    expected = [student_t.ppf(0.975, 3) * np.sqrt(pooled / 3),  # own 0.01 < pooled
+    expected = [student_t.ppf(0.975, 3) * np.sqrt(pooled / 3),  # own 0.01 < pooled 0.025
                 student_t.ppf(0.975, 5) * np.sqrt(0.04 / 5),  # own 0.04 > pooled
                 np.nan,  # never pulled
                 student_t.ppf(0.975, 1) * np.sqrt(pooled)]  # one pull: pooled only

@@ -39,7 +39,7 @@ class ValuationResult:
     are computed from ``counts`` and ``variances`` (see
     :mod:`tdshap.intervals`): ``"pooled"`` by default, a Student t interval
     whose variance is never below the variance pooled over all rows, which
-    covered the exact values at >= 0.96 from 5 to 200 pulls per row in
+    covered the exact values at >= 0.958 from 5 to 200 pulls per row in
     ``benchmarks/coverage.py``; ``"normal"`` reproduces the intervals of
     results saved before it existed. Files without the key load with the
     default: nothing else is needed.
