@@ -4,25 +4,36 @@ For each game of ``tests/games.py:coverage_games`` (N = 9 rows) the exact
 size-restricted Shapley value of every row is computed by enumeration, with
 prefix sizes uniform on ``{n_min, ..., N - 1}`` (TDShap with ``k = 1``: the
 paper, Sec. 3.3, enhancement (i); ``n_min`` defaults to TDShap's ``"auto"``,
-``N // 3 = 3``). Each pull of a row draws one marginal from the exact law
-of :func:`tdshap.methods.apt.sampling.sample_chain`, so no model is refitted
-and thousands of runs take seconds. Two ways of spending the pulls:
+``N // 3 = 3``). With ``k = 1`` a pull is an unbiased draw of that value; with
+``k > 1`` a row's block mates enter its prefix with another probability than other
+rows, so the target shifts and is not measured here. Three ways of spending
+the pulls:
 
-* ``iid``: every row gets exactly ``n`` pulls;
-* ``apt``: TDShap's own bandit (:class:`tdshap.methods.apt.bandit.APTState`
-  rule, ``tau``/``eps`` ``"auto"`` from the initial pulls as TDShap sets
-  them) runs until the pulls average ``n`` per row; rows near ``tau`` get
-  more, rows far from it as few as one.
+* ``iid``: every row gets exactly ``n`` pulls, drawn from the exact law of
+  one pull (:func:`tdshap.methods.apt.sampling.sample_chain`), many runs at
+  once: no model is refitted and thousands of runs take seconds;
+* ``apt``: the same draws spread by TDShap's bandit rule
+  (:class:`tdshap.methods.apt.bandit.APTState`: initialisation, ``tau``/``eps``
+  ``"auto"`` from the initial pulls, then the arm with the smallest ``B``)
+  until the pulls average ``n`` per row; rows near ``tau`` get more, rows far
+  from it as few as one;
+* ``tdshap``: :class:`tdshap.TDShap` itself (``k = 1``, ``"auto"``
+  thresholds, ``max_iter`` for an average of ``n`` pulls) on the game's table
+  through a lookup model: slower, and a check on ``apt``.
 
-For every interval method, pull count and game it prints the coverage (share
-of runs x rows whose interval holds the exact value) and the mean width
-relative to the normal interval's. Methods: ``normal`` (tdshap before this
-benchmark), ``t``, ``pooled`` (the default now; prior weight ``d0``),
-``bernstein`` (empirical Bernstein with the game's true marginal range, an
-oracle a user does not have), ``bootstrap`` (percentile, 200 resamples;
-``iid`` only: it needs every pull, which a result does not keep).
+For every interval method (:mod:`tdshap.intervals`), pull count and game it
+prints the coverage (share of runs x rows whose interval holds the exact
+value; a row without an interval counts as a miss) and the mean width over
+rows with two pulls or more relative to the normal interval's. Methods:
+``pooled`` (the default), ``moderated``, ``t``, ``normal`` (tdshap before
+this benchmark), ``bernstein`` (empirical Bernstein with the game's true
+marginal range, an oracle a user does not have), ``bootstrap`` (percentile,
+200 resamples; ``iid`` only: it needs every pull, which a result does not
+keep).
 
-    PYTHONPATH=src:. .venv/bin/python benchmarks/coverage.py --runs 400
+    PYTHONPATH=src:. .venv/bin/python benchmarks/coverage.py            # iid + apt, n_min 3
+    PYTHONPATH=src:. .venv/bin/python benchmarks/coverage.py --n-min 0
+    PYTHONPATH=src:. .venv/bin/python benchmarks/coverage.py --drivers tdshap
 """
 
 from __future__ import annotations
@@ -103,7 +114,8 @@ def main() -> None:
     start = time.perf_counter()
     games = coverage_games(N_ROWS, seed=args.seed)
     print(f"# interval coverage: N={N_ROWS}, n_min={args.n_min}, data seed {args.seed}, "
-          f"{args.runs} runs per setting, 95% nominal; {platform.machine()}, "
+          f"{args.runs} runs per setting ({args.tdshap_runs} for tdshap), 95% nominal; "
+          f"{platform.machine()}, "
           f"Python {platform.python_version()}")
     print("# cell: coverage / mean width over rows with >= 2 pulls relative to normal's "
           "(- : zero width); a row without an interval counts as not covered")
