@@ -116,9 +116,9 @@ class ValuationResult:
     def is_credibly_harmful(self) -> np.ndarray:
         """Rows whose whole interval lies below the threshold (0 without one).
 
-        Stricter than :attr:`is_harmful`: the value is below ``tau`` with
-        ``confidence`` by itself, whatever the pulls of other rows. A row
-        without an interval is never credibly harmful.
+        Stricter than :attr:`is_harmful` (``value <= tau``, a point estimate
+        that may rest on one pull): the row is below ``tau`` at the interval's
+        ``confidence``. A row without an interval is never credibly harmful.
         """
         tau = 0.0 if self.threshold is None else self.threshold
         high = self.ci_high
