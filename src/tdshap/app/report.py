@@ -50,13 +50,21 @@ def headline(run: HarmfulRun) -> str:
 
 
 def certainty_line(run: HarmfulRun) -> str:
-    """How sure the harmful flags are: intervals wholly below tau, single-pull flags."""
+    """How sure the harmful flags are: the flagged rows that are credibly harmful.
+
+    "Sure" is :attr:`~tdshap.result.ValuationResult.is_credibly_harmful`: the
+    whole interval (:mod:`tdshap.intervals`) is below tau. Rows with a single
+    pull have a wide interval from the pooled variance, so they are rarely sure.
+    """
     r = run.result
     flagged = r.is_harmful
-    sure = int(np.sum(flagged & (r.ci_high < r.threshold)))
+    sure = int(np.sum(flagged & r.is_credibly_harmful))
     single = int(np.sum(flagged & (r.counts < 2)))
-    return (f"of the flagged rows, {sure} have their whole 95% interval below tau and "
-            f"{single} rest on a single pull (no interval)")
+    unknown = int(np.sum(flagged & ~np.isfinite(r.ci_high)))
+    pct = f"{100 * r.confidence:g}%"
+    line = (f"of the flagged rows, {sure} are credibly harmful (whole {pct} {r.interval} "
+            f"interval below tau) and {single} rest on a single pull")
+    return line + (f"; {unknown} have no interval (unknown)" if unknown else "")
 
 
 def overfit_warning(run: HarmfulRun) -> str | None:

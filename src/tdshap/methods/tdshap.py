@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tdshap._validation import check_number
+from tdshap.intervals import half_widths
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.guarantee import guarantee_report
 from tdshap.methods.apt.sampling import check_block_size, initial_blocks, sample_chain
@@ -352,9 +353,8 @@ class TDShap(CheckpointedValuation):
 
 
 def _sides(state: APTState) -> dict[str, int]:
-    """Arms confidently below tau, confidently above, and undecided (95% normal CI)."""
-    var = np.nan_to_num(state.variances(), nan=np.inf)
-    half = 1.96 * np.sqrt(var / np.maximum(state.counts, 1))
+    """Arms whose 95% interval (:mod:`tdshap.intervals`) is wholly below tau, above, neither."""
+    half = np.nan_to_num(half_widths(state.counts, state.variances()), nan=np.inf)
     below = int(np.sum(state.mu + half < state.tau))
     above = int(np.sum(state.mu - half > state.tau))
     return {"below": below, "above": above, "undecided": state.n - below - above}
