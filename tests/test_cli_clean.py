@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-FAST = ["--max-iter", "1", "--no-progress"]
+# the CLI mechanics with the paper's TDShap (it checkpoints); the default method has its own test
+FAST = ["--method", "tdshap", "--max-iter", "1", "--no-progress"]
 
 
 def tdshap(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -140,7 +141,8 @@ def test_unknown_model_parameter(tmp_path: Path, train: Path) -> None:
 
 
 def test_n_too_small_for_n_min_and_k(tmp_path: Path, train: Path) -> None:
-    res = tdshap("clean", train, "--target", "y", "--n-min", "100", "--k", "10", "--out",
+    res = tdshap("clean", train, "--target", "y", "--method", "tdshap", "--n-min", "100",
+                 "--k", "10", "--out",
                  "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "N=20", "n_min=100", "k=10", "--n-min")
 
@@ -166,7 +168,8 @@ def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
 
 @pytest.mark.slow
 def test_resume_extends_a_finished_run(tmp_path: Path, train: Path) -> None:
-    base = ("value", train, "--target", "y", "--k", "5", "--n-min", "5", "--no-progress")
+    base = ("value", train, "--target", "y", "--method", "tdshap", "--k", "5", "--n-min", "5",
+            "--no-progress")
     first = tdshap(*base, "--max-iter", "2", "--out", "out", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert (tmp_path / "out" / "run.tdshap").is_file()
@@ -240,10 +243,8 @@ def test_value_stops_after_valuation(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "task regression (inferred: the target has fractional values)" in res.stdout
     out = tmp_path / "out"
-    # regression is valued by thresholding Data-OOB by default: short, not checkpointed
     assert sorted(p.name for p in out.iterdir()) == [
-        "report.md", "result.json", "values.csv", "values.png"]
-    assert "valued by tdoob" in res.stdout
+        "report.md", "result.json", "run.tdshap", "values.csv", "values.png"]
     values = pd.read_csv(out / "values.csv")
     assert len(values) == 40 and "removed" not in values.columns
     assert list(values["row"]) == list(range(40))
@@ -274,3 +275,18 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
                           "y", "--out", "out"], cwd=tmp_path, capture_output=True, text=True,
                          env=env, timeout=120)
     assert_input_error(res, tmp_path / "out", "pip install 'tdshap[parquet]'")
+
+
+def test_default_method_is_thresholding_data_oob(tmp_path: Path) -> None:
+    write(table(task="regression"), tmp_path / "train.csv")
+    res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", "--no-progress",
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("Thresholding Data-OOB:") and "valued by tdoob" in res.stdout
+    out = tmp_path / "out"
+    # short runs, not checkpointed: no run.tdshap
+    assert {"cleaned.csv", "values.csv", "report.md"} <= {p.name for p in out.iterdir()}
+    assert not (out / "run.tdshap").exists()
+    again = tdshap("clean", "train.csv", "--target", "y", "--out", "out", "--resume",
+                   "--no-progress", cwd=tmp_path)
+    assert again.returncode == 2 and "resume" in again.stderr

@@ -21,7 +21,7 @@ def test_find_harmful_keeps_the_users_index_and_reports(capsys: pytest.CaptureFi
                       "kind": rng.choice(["p", "q"], 80)},
                      index=pd.Index([f"id{i}" for i in range(80)], name="key"))
     y = pd.Series((X["a"] > 0).astype(int), index=X.index)
-    rows = tdshap.find_harmful(X, y, max_iter=2)
+    rows = tdshap.find_harmful(X, y, max_iter=2, method="tdshap")
     assert list(rows.columns) == ["value", "ci_low", "ci_high", "stderr", "n_pulls",
                                   "is_harmful", "removed"]
     assert len(rows) == 40 and rows.index.name == "key"
@@ -64,6 +64,22 @@ def test_find_harmful_flags_planted_label_noise() -> None:
     is_noise = np.isin(np.arange(200), noisy)
     assert is_noise[flagged].mean() >= 2 * is_noise.mean()
     assert flagged[is_noise].mean() >= 0.4
+
+
+def test_find_harmful_default_is_thresholding_data_oob_and_finds_flipped_labels() -> None:
+    X, y = make_classification(n_samples=400, n_features=6, n_informative=4, class_sep=1.5,
+                               random_state=0)
+    y_train = y[:200].copy()
+    noisy = np.random.default_rng(0).choice(200, 20, replace=False)
+    y_train[noisy] = 1 - y_train[noisy]
+    rows = tdshap.find_harmful(X[:200], y_train, X_val=X[200:300], y_val=y[200:300],
+                               X_test=X[300:], y_test=y[300:], random_state=0)
+    assert rows.run.settings["method"].value == "tdoob"
+    assert rows.run.result.algorithm == "tdoob"
+    is_noise = np.isin(np.arange(200), noisy)
+    # the 20 lowest values are mostly the flipped rows
+    lowest = np.argsort(rows["value"].to_numpy())[:20]
+    assert is_noise[lowest].mean() >= 0.7
 
 
 def test_find_harmful_refuses_mismatched_validation_columns() -> None:

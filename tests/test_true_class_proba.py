@@ -82,19 +82,15 @@ def test_probability_metrics_survive_the_constant_fallback(metric: str) -> None:
     assert np.isfinite(r.values).all()
 
 
-def test_auto_method_by_model_and_task() -> None:
-    assert choose_method(KNeighborsClassifier(), "auto")[0] == "tdshap"
+def test_auto_method_is_thresholding_data_oob_and_tdshap_keeps_the_metric() -> None:
+    assert choose_method(KNeighborsClassifier(), "auto")[0] == "tdoob"
     assert choose_method(DecisionTreeClassifier(), "auto")[0] == "tdoob"
-    assert choose_method(KNeighborsRegressor(), "auto")[0] == "tdoob"
-    assert choose_method(DecisionTreeClassifier(), "tdshap")[0] == "tdshap"
+    assert choose_method(KNeighborsRegressor(), "tdshap")[0] == "tdshap"
     with pytest.raises(ValueError, match="method="):
         choose_method(KNeighborsClassifier(), "best")
-
-
-def test_auto_values_knn_with_probabilities_but_keeps_a_given_metric() -> None:
     o = TDShapOptions()
     auto = make_valuer(KNeighborsClassifier(), "accuracy", set(), "auto", o, 0, False, {})
-    assert auto.metric == "true_class_proba"
+    assert auto.metric == "true_class_proba"  # out-of-bag probability of the own label
     given = make_valuer(KNeighborsClassifier(), "accuracy", {"metric"}, "auto", o, 0, False,
                         {})
     assert given.metric == "accuracy"

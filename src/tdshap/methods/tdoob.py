@@ -127,7 +127,7 @@ class ThresholdingOOB(BaseValuation):
     seed_mode = "chain"
     fast_path = False
 
-    def _row_metric(self) -> str:
+    def row_metric(self) -> str:
         if self.metric is None:
             if is_classifier(self.estimator):
                 return TRUE_CLASS_PROBA if hasattr(self.estimator, "predict_proba") else "accuracy"
@@ -161,7 +161,7 @@ class ThresholdingOOB(BaseValuation):
         """
         if X_val is None:  # the checks of the common interface want a validation set
             X_val, y_val = X, y
-        self.metric_ = self._row_metric()
+        self.metric_ = self.row_metric()
         utility, rng = self._prepare(X, y, X_val, y_val)
         start = time.perf_counter()
         try:
