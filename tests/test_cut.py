@@ -154,3 +154,13 @@ def test_cleanse_one_se_removes_only_eligible_rows(breast_cancer_small):
     assert c.evidence is not None and c.evidence.n_eligible == int(eligible.sum())
     assert c.evidence.n_eligible in c.grid
     assert eligible[c.removed].all()
+
+
+def test_one_se_with_a_scorer_that_needs_the_model(breast_cancer_small):
+    d = breast_cancer_small
+    X, y = d.train
+    values = np.arange(len(y), dtype=float)
+    c = cleanse(values, KNeighborsClassifier(5), X, y, *d.val, step=10, rule="one_se",
+                metric="neg_brier_score", n_bootstrap=40)
+    assert c.evidence is not None and c.evidence.n_bootstrap == 40
+    assert np.isfinite(c.evidence.se_best) and c.evidence.se_best > 0

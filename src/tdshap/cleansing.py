@@ -93,6 +93,9 @@ class CleansingResult:
         return plot_curves([self], path, title=title)
 
 
+SCORER_BOOTSTRAP_CAP = 100
+
+
 def removal_grid(n: int, step: int | None, max_fraction: float) -> np.ndarray:
     """``0, step, 2 step, ...`` up to ``max_fraction * n`` (never all rows)."""
     if not 0 < max_fraction < 1:
@@ -145,7 +148,9 @@ def cleanse(
     removes rows only when the gain beats ``n_se`` standard errors, from
     ``n_bootstrap`` paired resamples of the validation rows (resampled within
     classes for classifiers), and takes the smallest credible cut within one
-    SE of the best (:func:`tdshap.cut.choose_cut`). For a result with a
+    SE of the best (:func:`tdshap.cut.choose_cut`). Metrics scored from
+    predictions resample the grid models' predictions (cheap); scorers that
+    need the model (``neg_log_loss``) score it on at most 100 resamples. For a result with a
     threshold and intervals (TDShap's), ``"one_se"`` ranks the rows whose
     interval lies wholly below the threshold first and removes only those;
     ``alpha`` is the chance that any row is taken for below the threshold
@@ -182,7 +187,10 @@ def cleanse(
     # the paper's rule needs no bootstrap: make one only where it costs no refit or rescoring
     idx = None
     if n_bootstrap >= 2 and (rule == "one_se" or spec.from_predictions is not None):
-        idx = bootstrap_indices(yv, int(n_bootstrap), np.random.default_rng(seed),
+        # a scorer that needs the model predicts once per resample: fewer resamples
+        n_boot = n_bootstrap if spec.from_predictions is not None else min(
+            n_bootstrap, SCORER_BOOTSTRAP_CAP)
+        idx = bootstrap_indices(yv, int(n_boot), np.random.default_rng(seed),
                                 stratify=is_classifier(estimator))
     val_scores = np.empty(len(grid))
     test_scores = np.empty(len(grid)) if has_test else None

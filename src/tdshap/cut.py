@@ -159,8 +159,8 @@ def choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None
     noise = (f"best gain {_signed(gain_best)} at n={n_best}, one SE {se_best:.4g}")
     if not credible.any():
         if n_eligible == 0:
-            return evidence(0, "no row is credibly harmful: no row's interval, with all rows "
-                            f"tested at once, lies wholly below tau ({noise})")
+            return evidence(0, "no row is credibly harmful, as no row's interval, with all "
+                            f"rows tested at once, lies wholly below tau ({noise})")
         if n_eligible is not None and n_best > n_eligible and gain_best > n_se * se_best:
             return evidence(0, f"the cuts that beat the validation noise remove rows whose "
                             f"value is not credibly below tau (only {n_eligible} are; {noise})")
