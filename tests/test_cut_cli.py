@@ -12,6 +12,10 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, loa
 
 from tdshap.app.cli import main
 
+# k-NN's neighbour search wakes OpenMP threads per predict: on a busy machine that costs
+# far more than the search itself
+pytestmark = pytest.mark.usefixtures("single_threaded")
+
 LOADERS = {
     "digits": (load_digits, 400),
     "diabetes": (load_diabetes, None),
