@@ -127,7 +127,8 @@ def main() -> None:
     print(f"# {platform.machine()} Python {platform.python_version()}, {args.seeds} seeds, "
           f"max_iter {args.max_iter}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if not args.no_clean:
-        print("\n## Clean data (nothing planted), find_harmful defaults\n")
+        rounds = "" if args.max_iter == DEFAULT_MAX_ITER else f" but max_iter={args.max_iter}"
+        print(f"\n## Clean data (nothing planted), find_harmful defaults{rounds}\n")
         clean = table(args.datasets, args.seeds, False, args.max_iter)
         print(f"\n{_summary(clean)}")
     if not args.no_noisy:
