@@ -46,6 +46,13 @@ def test_clear_improvement_takes_the_smallest_cut_within_one_se_of_the_best():
     assert "removing 30 rows gains +0.093" in e.reason and "n=50" in e.reason
 
 
+def test_a_falling_curve_says_no_cut_scored_better():
+    val = 0.9 - np.linspace(0, 0.05, len(GRID))
+    e = choose_cut(GRID, val, _boot(val, 0.01))
+    assert e.n_chosen == 0 and e.n_best == 0
+    assert e.reason == "no cut scored better than keeping all rows on validation"
+
+
 def test_improvement_within_one_se_is_noise():
     gains = np.array([0, 0.002, 0.004, 0.006, 0.008, 0.006, 0.004, 0.002])
     e = choose_cut(GRID, 0.5 + gains, _boot(0.5 + gains, 0.01))

@@ -164,6 +164,8 @@ def choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None
         if n_eligible is not None and n_best > n_eligible and gain_best > n_se * se_best:
             return evidence(0, f"the cuts that beat the validation noise remove rows whose "
                             f"value is not credibly below tau (only {n_eligible} are; {noise})")
+        if gain_best <= 0:
+            return evidence(0, "no cut scored better than keeping all rows on validation")
         return evidence(0, "removing the lowest-valued rows did not beat keeping all rows by "
                         f"more than the validation noise ({noise})")
     top = int(np.flatnonzero(credible)[np.argmax(gain[credible])])

@@ -216,10 +216,11 @@ def run(
         **_method_settings(valuer.method, tdshap, o, given, k_used, n_min_used),
         "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
         "seed": Setting(seed, "seed" in given, ""),
-        "cut": Setting(cut, "cut" in given, "given" if "cut" in given else
-                       "default: remove rows only when the validation gain beats one bootstrap "
-                       "SE and only rows credibly below tau"),
     }
+    if do_cleanse:
+        settings["cut"] = Setting(cut, "cut" in given, "given" if "cut" in given else
+                                  "default: remove rows only when the validation gain beats "
+                                  "one bootstrap SE, and only rows credibly below tau")
     return HarmfulRun(data, model_name, estimator, metric, settings, result, cleansing,
                       time.perf_counter() - start)
 
