@@ -137,6 +137,10 @@ def test_cleanse_rules_on_planted_flips(breast_cancer_small):
     paper = cleanse(values, est, X, y, *d.val, *d.test, step=4)
     assert paper.rule == "paper" and paper.n_remove == paper.n_best
     assert paper.evidence is not None and paper.evidence.n_chosen == paper.n_remove
+    assert paper.evidence.n_bootstrap == 0  # the paper's rule costs what it always did
+    reported = cleanse(values, est, X, y, *d.val, *d.test, step=4, n_bootstrap=100)
+    assert reported.n_remove == paper.n_remove and reported.evidence is not None
+    assert np.isfinite(reported.evidence.se_best)
     one = cleanse(values, est, X, y, *d.val, *d.test, step=4, rule="one_se")
     again = cleanse(values, est, X, y, *d.val, *d.test, step=4, rule="one_se")
     assert one.n_remove == again.n_remove and one.evidence == again.evidence

@@ -35,7 +35,7 @@ from tdshap.app.tabular import (
 )
 from tdshap.app.valuer import make_valuer
 from tdshap.cleansing import cleanse
-from tdshap.cut import check_rule
+from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
@@ -198,7 +198,7 @@ def run(
     if do_cleanse:
         cleansing = cleanse(result, estimator, data.X_train, data.y_train, data.X_val,
                             data.y_val, data.X_test, data.y_test, metric=metric,
-                            random_state=seed, rule=cut)
+                            random_state=seed, rule=cut, n_bootstrap=DEFAULT_N_BOOTSTRAP)
     settings = {
         "task": Setting(data.task, data.task_given, data.task_reason),
         "model": Setting(model_name, "model" in given, model_about if "model" in given else
