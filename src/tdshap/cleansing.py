@@ -280,6 +280,9 @@ def plot_curves(
         ax.set_ylabel(f"{ylabel} ({label})")
         ax.set_title(f"{label} set")
         ax.grid(alpha=0.3)
+    if any(r.n_best != r.n_remove for r in results):  # say which line is which cut
+        axes[0][0].plot([], [], color="gray", linestyle=":", label="chosen cut")
+        axes[0][0].plot([], [], color="gray", linestyle="--", label="best validation cut")
     axes[0][0].legend()
     if title:
         fig.suptitle(title)
