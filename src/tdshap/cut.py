@@ -1,6 +1,6 @@
 """Where to cut the ranking: the paper's best-validation cut, and one that resists noise.
 
-The paper's cleansing protocol (Thresholding Data Shapley, Sec. 5) removes the
+The paper's cleansing protocol (Thresholding Data Shapley, Sec. 5.1) removes the
 ``n`` lowest-valued rows for the ``n`` on a grid with the best validation
 score. With a few hundred validation rows that maximum is mostly noise: on
 data with nothing wrong it removes a third to a half of the rows and the test
