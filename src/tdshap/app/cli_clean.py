@@ -106,7 +106,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--cut", type=click.Choice(["one-se", "paper"]), default="one-se",
                      show_default=True,
                      help="How many rows cleansing removes. one-se: only when the validation "
-                     "gain beats one bootstrap SE, and only rows credibly below tau (nothing "
+                     "gain beats two bootstrap SEs, and only rows credibly below tau (nothing "
                      "when the evidence is not there); paper: the best validation score (the "
                      "paper's rule; chases validation noise)."),
         click.option("--id-column", help="Column that names the rows (not a feature); "

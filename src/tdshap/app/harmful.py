@@ -220,7 +220,7 @@ def run(
     if do_cleanse:
         settings["cut"] = Setting(cut, "cut" in given, "given" if "cut" in given else
                                   "default: remove rows only when the validation gain beats "
-                                  "one bootstrap SE, and only rows credibly below tau")
+                                  "two bootstrap SEs, and only rows credibly below tau")
     return HarmfulRun(data, model_name, estimator, metric, settings, result, cleansing,
                       time.perf_counter() - start)
 
