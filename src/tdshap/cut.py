@@ -170,7 +170,7 @@ def choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None
         if gain_best <= 0:
             return evidence(0, "no cut scored better than keeping all rows on validation")
         return evidence(0, "removing the lowest-valued rows did not beat keeping all rows by "
-                        f"more than the validation noise, {n_se:g} SE ({noise})")
+                        f"more than the validation noise ({n_se:g} SE; {noise})")
     top = int(np.flatnonzero(credible)[np.argmax(gain[credible])])
     near = credible & (gain >= gain[top] - se[top])
     chosen = int(np.flatnonzero(near)[0])
