@@ -111,7 +111,9 @@ def test_stratified_bootstrap_keeps_class_counts_and_is_seeded():
 def _result(values: list[float], stderr: list[float], counts: list[int]) -> ValuationResult:
     counts_a = np.asarray(counts)
     variances = np.asarray(stderr) ** 2 * counts_a
-    return ValuationResult("TDShap", np.asarray(values), counts_a, variances, threshold=-0.1)
+    # normal intervals, so that the widths below can be checked by hand
+    return ValuationResult("TDShap", np.asarray(values), counts_a, variances, threshold=-0.1,
+                           interval="normal")
 
 
 def test_eligible_rows_test_every_row_at_once():

@@ -193,9 +193,9 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
     row, about one clean row in twenty would be eligible by chance (more
     where the intervals are narrow), which is the share this rule must not
     remove on clean data. The interval is the result's own ``ci_high`` at
-    that confidence. Only a result with a threshold and intervals can say
-    this (TDShap's); rows with fewer than two pulls have no interval and are
-    not eligible.
+    that confidence (its ``is_credibly_harmful`` at that confidence). Only a
+    result with a threshold and intervals can say this; a row without an
+    interval is not eligible.
     """
     threshold = getattr(values, "threshold", None)
     if threshold is None:
@@ -205,6 +205,8 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
     n = len(values.values)
     if dataclasses.is_dataclass(values) and hasattr(values, "confidence"):
         values = dataclasses.replace(values, confidence=1.0 - 2.0 * alpha / max(n, 1))
+    if hasattr(values, "is_credibly_harmful"):
+        return np.asarray(values.is_credibly_harmful, dtype=bool)
     with np.errstate(invalid="ignore"):
         high = np.asarray(values.ci_high, dtype=float)
     return np.isfinite(high) & (high < float(threshold))
