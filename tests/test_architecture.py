@@ -13,10 +13,12 @@ ALLOWED = {
     "result": {"result", "base"},
     "utility": {"utility", "result", "base"},
     "methods": {"methods", "utility", "result", "base"},
-    "cleansing": {"cleansing", "utility", "result", "base"},
+    "cut": {"cut", "utility", "result", "base"},
+    "cleansing": {"cleansing", "cut", "utility", "result", "base"},
     "torch": {"torch", "utility", "result", "base"},
-    "app": {"app", "methods", "cleansing", "utility", "result", "base"},
-    "root": {"root", "app", "methods", "cleansing", "torch", "utility", "result", "base"},
+    "app": {"app", "methods", "cleansing", "cut", "utility", "result", "base"},
+    "root": {"root", "app", "methods", "cleansing", "cut", "torch", "utility", "result",
+             "base"},
 }
 
 

@@ -5,6 +5,11 @@ grid, train on the rest and score on the validation set; keep the
 ``n_remove`` with the best validation score (the smallest on ties); report
 the test score of that model beside the baseline (``n_remove = 0``).
 Every grid model is also scored on the test set, for the removal curves.
+
+``rule="one_se"`` (the default of ``find_harmful`` and ``tdshap clean``)
+chooses the cut from the same curve but only on evidence that it beats the
+noise of the validation score (:mod:`tdshap.cut`); ``cleanse`` called
+directly, and so the paper's benchmarks, keep the paper's rule.
 """
 
 from __future__ import annotations
@@ -16,10 +21,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 
 from tdshap._io import jsonable
 from tdshap._validation import as_features, as_target, check_data
+from tdshap.cut import (
+    DEFAULT_ALPHA,
+    DEFAULT_N_BOOTSTRAP,
+    DEFAULT_N_SE,
+    CutEvidence,
+    bootstrap_curves,
+    bootstrap_indices,
+    bootstrap_scores,
+    check_rule,
+    choose_cut,
+    eligible_rows,
+)
 from tdshap.result import ValuationResult
 from tdshap.utility.base import random_state_params
 from tdshap.utility.metrics import default_metric, resolve_metric
@@ -27,7 +44,12 @@ from tdshap.utility.metrics import default_metric, resolve_metric
 
 @dataclass
 class CleansingResult:
-    """Removal curves and the chosen cleansing of one method's ranking."""
+    """Removal curves and the chosen cleansing of one method's ranking.
+
+    ``n_remove``, ``removed`` and ``cleaned_*`` describe the cut ``rule``
+    chose; ``evidence`` holds both cuts (the paper's best-validation cut
+    ``n_best`` and the chosen one) with their bootstrap standard errors.
+    """
 
     method: str
     metric: str
@@ -41,6 +63,19 @@ class CleansingResult:
     baseline_test: float | None
     cleaned_test: float | None
     extra: dict[str, Any] = field(default_factory=dict)
+    rule: str = "paper"
+    evidence: CutEvidence | None = None
+
+    @property
+    def n_best(self) -> int:
+        """The paper's cut: the best validation score (the smallest cut on ties)."""
+        return int(self.grid[int(np.argmax(self.val_scores))])
+
+    def scores_at(self, n_remove: int) -> tuple[float, float | None]:
+        """``(validation, test)`` scores of the grid model without the ``n_remove`` lowest."""
+        i = int(np.flatnonzero(self.grid == n_remove)[0])
+        test = None if self.test_scores is None else float(self.test_scores[i])
+        return float(self.val_scores[i]), test
 
     @property
     def gain(self) -> float | None:
@@ -56,6 +91,9 @@ class CleansingResult:
     def plot(self, path: str | os.PathLike[str], title: str | None = None) -> Path:
         """Write a PNG of the validation (and test) curves, like the paper's Figure 1."""
         return plot_curves([self], path, title=title)
+
+
+SCORER_BOOTSTRAP_CAP = 100
 
 
 def removal_grid(n: int, step: int | None, max_fraction: float) -> np.ndarray:
@@ -94,13 +132,38 @@ def cleanse(
     step: int | None = None,
     max_fraction: float = 0.5,
     random_state: int | None = 0,
+    rule: str = "paper",
+    n_se: float = DEFAULT_N_SE,
+    n_bootstrap: int | None = None,
+    alpha: float = DEFAULT_ALPHA,
 ) -> CleansingResult:
-    """Apply the paper's cleansing protocol (Sec. 5.1) to ``values`` (a result, or one per row).
+    """Apply the cleansing protocol (the paper, Sec. 5.1) to ``values``.
 
-    ``step`` defaults to 1% of N (at least 1); the grid stops at
-    ``max_fraction`` of N. Every grid model uses the same ``random_state``
-    (common random numbers), so curves differ only by the rows removed.
+    ``values`` is a result or one value per row. ``step`` defaults to 1% of N
+    (at least 1); the grid stops at ``max_fraction`` of N. Every grid model
+    uses the same ``random_state`` (common random numbers), so curves differ
+    only by the rows removed.
+
+    ``rule="paper"`` keeps the best validation score. ``rule="one_se"``
+    removes rows only when the gain beats ``n_se`` standard errors, from
+    ``n_bootstrap`` (default 500 for ``"one_se"``, none for ``"paper"``; given
+    to ``"paper"``, it only reports the standard errors) paired resamples of
+    the validation rows (resampled within
+    classes for classifiers), and takes the smallest credible cut within one
+    SE of the best (:func:`tdshap.cut.choose_cut`). Metrics scored from
+    predictions resample the grid models' predictions (cheap); scorers that
+    need the model (``neg_log_loss``) score it on at most 100 resamples. For a result with a
+    threshold and intervals (TDShap's), ``"one_se"`` ranks the rows whose
+    interval lies wholly below the threshold first and removes only those;
+    ``alpha`` is the chance that any row is taken for below the threshold
+    when it is not (:func:`tdshap.cut.eligible_rows`).
     """
+    check_rule(rule)
+    if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
+        n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
+    if int(n_bootstrap) != n_bootstrap or n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
+                         "(0: no bootstrap, so the one_se rule removes nothing).")
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
     has_test = X_test is not None
     if has_test:
@@ -115,21 +178,56 @@ def cleanse(
         )
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
     grid = removal_grid(len(ya), step, max_fraction)
+    eligible = eligible_rows(values, alpha) if rule == "one_se" else None
+    n_eligible = None
+    if eligible is not None:
+        # credible rows first (by value), so that the curve's cuts are the rows removed
+        order = np.concatenate([order[eligible[order]], order[~eligible[order]]])
+        n_eligible = int(eligible.sum())
+        if 0 < n_eligible <= grid[-1]:
+            grid = np.union1d(grid, [n_eligible])
     seed_params = random_state_params(estimator)
     seed = 0 if random_state is None else int(random_state)
+    # under the paper's rule the bootstrap only reports: never at the cost of rescoring
+    idx = None
+    if n_bootstrap >= 2 and (rule == "one_se" or spec.from_predictions is not None):
+        # a scorer that needs the model predicts once per resample: fewer resamples
+        n_boot = n_bootstrap if spec.from_predictions is not None else min(
+            n_bootstrap, SCORER_BOOTSTRAP_CAP)
+        idx = bootstrap_indices(yv, int(n_boot), np.random.default_rng(seed),
+                                stratify=is_classifier(estimator))
     val_scores = np.empty(len(grid))
     test_scores = np.empty(len(grid)) if has_test else None
+    predictions: list[np.ndarray] = []
+    boot_columns: list[np.ndarray] = []
+    boot_failed = False
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         model = clone(estimator)
         if seed_params:
             model.set_params(**dict.fromkeys(seed_params, seed))
         model.fit(Xa[keep], ya[keep])
-        val_scores[i] = spec.score(model, Xv, yv)
+        if spec.from_predictions is not None:
+            predictions.append(model.predict(Xv))
+            val_scores[i] = spec.from_predictions(yv, predictions[-1])
+        else:
+            val_scores[i] = spec.score(model, Xv, yv)
+            if idx is not None and not boot_failed:
+                try:
+                    boot_columns.append(bootstrap_scores(
+                        lambda rows, m=model: spec.score(m, Xv[rows], yv[rows]), idx))
+                except ValueError:  # a scorer refusing a resample: no evidence, said so
+                    boot_failed = True
         if test_scores is not None:
             test_scores[i] = spec.score(model, Xt, yt)
-    best = int(np.argmax(val_scores))  # argmax takes the first: the smallest n_remove on ties
-    n_remove = int(grid[best])
+    boot = None
+    if idx is not None and predictions:
+        boot = bootstrap_curves(spec, yv, np.stack(predictions), idx)
+    elif idx is not None and not boot_failed:
+        boot = np.stack(boot_columns, axis=1)
+    evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible)
+    best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
+    n_remove = evidence.n_chosen
     return CleansingResult(
         method=method,
         metric=spec.name,
@@ -142,6 +240,8 @@ def cleanse(
         cleaned_val=float(val_scores[best]),
         baseline_test=None if test_scores is None else float(test_scores[0]),
         cleaned_test=None if test_scores is None else float(test_scores[best]),
+        rule=rule,
+        evidence=evidence,
     )
 
 
@@ -173,10 +273,16 @@ def plot_curves(
             shown, ylabel = _display(r.metric, scores)
             (line,) = ax.plot(r.grid, shown, label=r.method)
             ax.axvline(r.n_remove, color=line.get_color(), linestyle=":", linewidth=1)
+            if r.n_best != r.n_remove:  # the paper's best-validation cut, when not chosen
+                ax.axvline(r.n_best, color=line.get_color(), linestyle="--", linewidth=0.8,
+                           alpha=0.6)
         ax.set_xlabel("instances removed")
         ax.set_ylabel(f"{ylabel} ({label})")
         ax.set_title(f"{label} set")
         ax.grid(alpha=0.3)
+    if any(r.n_best != r.n_remove for r in results):  # say which line is which cut
+        axes[0][0].plot([], [], color="gray", linestyle=":", label="chosen cut")
+        axes[0][0].plot([], [], color="gray", linestyle="--", label="best validation cut")
     axes[0][0].legend()
     if title:
         fig.suptitle(title)

@@ -103,6 +103,12 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--time-budget", type=click.FloatRange(min=0),
                      help="Stop valuing after this many seconds."),
         click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--cut", type=click.Choice(["one-se", "paper"]), default="one-se",
+                     show_default=True,
+                     help="How many rows cleansing removes. one-se: only when the validation "
+                     "gain beats two bootstrap SEs, and only rows credibly below tau (nothing "
+                     "when the evidence is not there); paper: the best validation score (the "
+                     "paper's rule; chases validation noise)."),
         click.option("--id-column", help="Column that names the rows (not a feature); "
                      "default: the row number in TRAIN, from 0."),
         click.option("--impute", is_flag=True,
@@ -226,7 +232,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                             opts["max_iter"], opts["time_budget"])
     run_ = run(data, opts["model"], params=params, metric=opts["metric"], options=options,
                seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,
-               checkpoint=checkpoint, resume=opts["resume"], method=opts["method"])
+               checkpoint=checkpoint, resume=opts["resume"], method=opts["method"],
+               cut=opts["cut"].replace("-", "_"))
     inputs = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
               "train": str(opts["train"]), "target": target}
     inputs.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})

@@ -35,6 +35,7 @@ from tdshap.app.tabular import (
 )
 from tdshap.app.valuer import make_valuer
 from tdshap.cleansing import cleanse
+from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
@@ -145,6 +146,7 @@ def run(
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
     method: str = "auto",
+    cut: str = "one_se",
 ) -> HarmfulRun:
     """Value ``data``'s training rows (``method``: see :mod:`tdshap.app.valuer`) and cleanse.
 
@@ -152,8 +154,11 @@ def run(
     the registry's default); ``given`` names the settings the user chose
     (the report marks the others as defaults). ``checkpoint`` is a file the
     valuation saves its state to as it goes; ``resume=True`` continues the
-    run saved there (see :class:`tdshap.TDShap`).
+    run saved there (see :class:`tdshap.TDShap`). ``cut`` is the cleansing
+    rule (:func:`~tdshap.cleanse`): ``"one_se"`` removes rows only on evidence
+    beyond the validation noise, ``"paper"`` takes the best validation score.
     """
+    check_rule(cut)
     start = time.perf_counter()
     given = set(given or ())
     o = options or TDShapOptions()
@@ -193,7 +198,7 @@ def run(
     if do_cleanse:
         cleansing = cleanse(result, estimator, data.X_train, data.y_train, data.X_val,
                             data.y_val, data.X_test, data.y_test, metric=metric,
-                            random_state=seed)
+                            random_state=seed, rule=cut, n_bootstrap=DEFAULT_N_BOOTSTRAP)
     settings = {
         "task": Setting(data.task, data.task_given, data.task_reason),
         "model": Setting(model_name, "model" in given, model_about if "model" in given else
@@ -212,6 +217,10 @@ def run(
         "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
         "seed": Setting(seed, "seed" in given, ""),
     }
+    if do_cleanse:
+        settings["cut"] = Setting(cut, "cut" in given, "given" if "cut" in given else
+                                  "default: remove rows only when the validation gain beats "
+                                  "two bootstrap SEs, and only rows credibly below tau")
     return HarmfulRun(data, model_name, estimator, metric, settings, result, cleansing,
                       time.perf_counter() - start)
 
@@ -296,6 +305,7 @@ def find_harmful(
     impute: bool = False,
     cleanse: bool = True,
     method: str = "auto",
+    cut: str = "one_se",
     random_state: int = 0,
     progress: bool = False,
 ) -> HarmfulRows:
@@ -331,6 +341,11 @@ def find_harmful(
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`) for everything else;
         ``"tdshap"``: the paper's TDShap with ``metric``; ``"tdoob"``. See
         :mod:`tdshap.app.valuer` for the measurements behind the choice.
+    cut:
+        How many rows cleansing removes: ``"one_se"`` (default) only when the
+        validation gain beats its bootstrap noise, and only rows whose value
+        is credibly below tau; ``"paper"`` the best validation score (the
+        paper's protocol, which on clean data removes many rows).
 
     Returns
     -------
@@ -357,9 +372,11 @@ def find_harmful(
         given.add("max_iter")
     if method != "auto":
         given.add("method")
+    if cut != "one_se":
+        given.add("cut")
     options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
     result = run(data, estimator, metric=metric, options=options, seed=random_state,
-                 do_cleanse=cleanse, progress=progress, given=given, method=method)
+                 do_cleanse=cleanse, progress=progress, given=given, method=method, cut=cut)
     rows = HarmfulRows(result.frame())
     rows.run = result
     return rows

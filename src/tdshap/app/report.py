@@ -79,14 +79,51 @@ def overfit_warning(run: HarmfulRun) -> str | None:
     return None
 
 
-def score_rows(run: HarmfulRun) -> list[tuple[str, str, str]]:
-    """``(set, before, after)`` rows of the before/after table."""
+def _signed(x: float) -> str:
+    return f"{x:+.4g}"
+
+
+def cut_summary(run: HarmfulRun) -> str | None:
+    """What cleansing removed and on what evidence; both cuts when they differ."""
+    c = run.cleansing
+    if c is None:
+        return None
+    e = c.evidence
+    if e is None or e.rule == "paper":
+        noise = ("" if e is None or not np.isfinite(e.se_best) else
+                 f"; validation gain {_signed(e.gain_best)}, one SE {e.se_best:.4g}")
+        return (f"cleansing removes the {c.n_remove} lowest-valued rows: the best validation "
+                f"score (the paper's rule, --cut paper{noise})")
+    paper = (f"the paper's rule (best validation score) would remove {e.n_best}"
+             if e.n_best != c.n_remove else "the paper's rule agrees")
+    if c.n_remove == 0:
+        return f"cleansing removes no rows: {e.reason}; {paper}"
+    return f"cleansing removes the {c.n_remove} lowest-valued rows: {e.reason}; {paper}"
+
+
+def score_header(run: HarmfulRun) -> list[str]:
+    """Columns of the before/after table: all rows, the chosen cut, the paper's if different."""
     c = run.cleansing
     if c is None:
         return []
-    rows = [(f"validation {c.metric}", _fmt(c.baseline_val), _fmt(c.cleaned_val))]
+    head = ["score", "all rows", f"{c.n_remove} removed (chosen)"]
+    if c.n_best != c.n_remove:
+        head.append(f"{c.n_best} removed (best validation)")
+    return head
+
+
+def score_rows(run: HarmfulRun) -> list[tuple[str, ...]]:
+    """``(set, before, after[, after the paper's cut])`` rows of the before/after table."""
+    c = run.cleansing
+    if c is None:
+        return []
+    best_val, best_test = c.scores_at(c.n_best)
+    both = c.n_best != c.n_remove
+    rows = [(f"validation {c.metric}", _fmt(c.baseline_val), _fmt(c.cleaned_val))
+            + ((_fmt(best_val),) if both else ())]
     if c.baseline_test is not None:
-        rows.append((f"test {c.metric}", _fmt(c.baseline_test), _fmt(c.cleaned_test)))
+        rows.append((f"test {c.metric}", _fmt(c.baseline_test), _fmt(c.cleaned_test))
+                    + ((_fmt(best_test),) if both else ()))
     return rows
 
 
@@ -142,11 +179,17 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         f", time_budget={s['time_budget'].value}, seed={s['seed'].value}",
     ]
     if run.cleansing is not None:
-        lines.append(f"cleansing removes the {run.cleansing.n_remove} lowest-valued rows "
-                     "(best validation score):")
-        width = max(len(r[0]) for r in score_rows(run))
-        lines.append(f"  {'':{width}}  {'before':>9}  {'after':>9}")
-        lines += [f"  {a:{width}}  {b:>9}  {c:>9}" for a, b, c in score_rows(run)]
+        lines.append(f"{cut_summary(run)}:")
+        rows = score_rows(run)
+        head = score_header(run)[1:]
+        widths = [max(len(rows[0][0]), 1)] + [max(len(h), 9) for h in head]
+        lines.append("  " + "  ".join([" " * widths[0]]
+                                      + [f"{h:>{w}}" for h, w in zip(head, widths[1:],
+                                                                        strict=True)]))
+        lines += ["  " + "  ".join([f"{r[0]:{widths[0]}}"]
+                                   + [f"{v:>{w}}" for v, w in zip(r[1:], widths[1:],
+                                                                  strict=True)])
+                  for r in rows]
         if overfit_warning(run):
             lines.append(str(overfit_warning(run)))
     lines.append(cost_line(run))
@@ -191,15 +234,29 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
     ]
     if run.cleansing is not None:
         c = run.cleansing
+        summary = str(cut_summary(run))
+        e = c.evidence
+        evidence = ""
+        if e is not None and e.rule != "paper":
+            credible = ("" if e.n_eligible is None else
+                        f" {e.n_eligible} rows are credibly below tau (interval below tau with "
+                        "all rows tested at once, Bonferroni) and are ranked first; only they "
+                        "may be removed.")
+            evidence = (f" Evidence: the gain of each cut over keeping all rows, with its "
+                        f"standard error from {e.n_bootstrap} paired bootstrap resamples of the "
+                        f"validation rows; a cut counts only when its gain exceeds "
+                        f"{e.n_se:g} SE.{credible} The same validation rows valued the rows, "
+                        "so validation gains are optimistic; the test score is the honest one.")
         parts.append(
             "## Before and after cleansing\n"
             f"Training rows ranked by value, lowest first; the model was refitted without the "
             f"lowest 0, {c.grid[1] if len(c.grid) > 1 else 0}, ... {c.grid[-1]} rows; the "
-            f"validation score chose **{c.n_remove} rows removed** (the `removed` column; "
-            "`cleaned.csv` drops them)."
+            f"rule `{c.rule}` chose **{c.n_remove} rows removed** (the `removed` column; "
+            "`cleaned.csv` drops them).\n\n"
+            f"**{summary[0].upper()}{summary[1:]}.**{evidence}"
             + ("" if c.baseline_test is not None else
                " No test rows: the after-cleaning validation score is optimistic.")
-            + "\n\n" + _md_table(["score", "before", "after"], score_rows(run))
+            + "\n\n" + _md_table(score_header(run), score_rows(run))
             + (f"\n\n**{overfit_warning(run)}.**" if overfit_warning(run) else "")
         )
     worst = worst_rows(run, n_worst)

@@ -1,0 +1,179 @@
+"""The cut rules on synthetic removal curves, the paired bootstrap and row eligibility."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from sklearn.neighbors import KNeighborsClassifier
+
+from tdshap import ValuationResult, cleanse
+from tdshap.cut import (
+    bootstrap_curves,
+    bootstrap_indices,
+    choose_cut,
+    eligible_rows,
+)
+from tdshap.utility.metrics import resolve_metric
+
+GRID = np.arange(0, 80, 10)
+
+
+def _boot(val: np.ndarray, se: float, n_boot: int = 400, seed: int = 0) -> np.ndarray:
+    """Bootstrap scores whose gains over column 0 have standard error ``se``."""
+    rng = np.random.default_rng(seed)
+    boot = np.tile(val, (n_boot, 1)) + se * rng.standard_normal((n_boot, len(val)))
+    boot[:, 0] = val[0]
+    return boot
+
+
+def test_flat_curve_removes_nothing_and_says_why():
+    val = 0.9 + np.array([0, 0.002, -0.001, 0.003, 0.001, -0.002, 0.0, 0.001])
+    e = choose_cut(GRID, val, _boot(val, 0.01))
+    assert e.n_chosen == 0 and e.removed_nothing
+    assert e.n_best == 30  # the paper's rule would chase the +0.003
+    assert "did not beat keeping all rows" in e.reason and "n=30" in e.reason
+    assert e.gain_best == pytest.approx(0.003) and e.se_best == pytest.approx(0.01, rel=0.15)
+
+
+def test_clear_improvement_takes_the_smallest_cut_within_one_se_of_the_best():
+    gains = np.array([0, 0.03, 0.06, 0.093, 0.095, 0.1, 0.1, 0.098])
+    e = choose_cut(GRID, 0.8 + gains, _boot(0.8 + gains, 0.01))
+    assert e.n_best == 50  # first maximum
+    assert e.n_chosen == 30  # 0.093 >= 0.1 - 0.01; 0.06 is not
+    assert e.gain_chosen == pytest.approx(0.093)
+    assert "removing 30 rows gains +0.093" in e.reason and "n=50" in e.reason
+
+
+def test_a_falling_curve_says_no_cut_scored_better():
+    val = 0.9 - np.linspace(0, 0.05, len(GRID))
+    e = choose_cut(GRID, val, _boot(val, 0.01))
+    assert e.n_chosen == 0 and e.n_best == 0
+    assert e.reason == "no cut scored better than keeping all rows on validation"
+
+
+def test_improvement_within_one_se_is_noise():
+    gains = np.array([0, 0.002, 0.004, 0.006, 0.008, 0.006, 0.004, 0.002])
+    e = choose_cut(GRID, 0.5 + gains, _boot(0.5 + gains, 0.01))
+    assert e.n_chosen == 0 and e.n_best == 40
+
+
+def test_more_standard_errors_ask_for_more_evidence():
+    gains = np.array([0, 0.01, 0.02, 0.03, 0.03, 0.03, 0.03, 0.03])
+    boot = _boot(0.5 + gains, 0.01)
+    assert choose_cut(GRID, 0.5 + gains, boot, n_se=1.0).n_chosen > 0
+    assert choose_cut(GRID, 0.5 + gains, boot, n_se=5.0).n_chosen == 0
+
+
+def test_eligibility_caps_the_cut():
+    gains = np.array([0, 0.03, 0.06, 0.09, 0.095, 0.1, 0.1, 0.098])
+    val, boot = 0.8 + gains, _boot(0.8 + gains, 0.01)
+    assert choose_cut(GRID, val, boot, n_eligible=15).n_chosen == 10
+    none = choose_cut(GRID, val, boot, n_eligible=0)
+    assert none.n_chosen == 0 and "no row is credibly harmful" in none.reason
+    assert none.n_best == 50
+
+
+def test_paper_rule_is_the_best_validation_score_and_no_bootstrap_means_no_cut():
+    gains = np.array([0, 0.03, 0.06, 0.09, 0.095, 0.1, 0.1, 0.098])
+    assert choose_cut(GRID, gains, None, rule="paper").n_chosen == 50
+    e = choose_cut(GRID, gains, None)
+    assert e.n_chosen == 0 and np.isnan(e.se_best) and "no bootstrap" in e.reason
+    with pytest.raises(ValueError, match="'one_se'"):
+        choose_cut(GRID, gains, None, rule="best")
+
+
+def test_paired_bootstrap_se_of_an_accuracy_difference():
+    # model 1 is right on 30 more of 400 rows than model 0, and equal elsewhere
+    n, d = 400, 30
+    y = np.zeros(n, dtype=int)
+    P = np.ones((2, n), dtype=int)
+    P[0, :100] = 0
+    P[1, :100 + d] = 0
+    idx = bootstrap_indices(y, 2000, np.random.default_rng(1), stratify=False)
+    boot = bootstrap_curves(resolve_metric("accuracy"), y, P, idx)
+    diff = boot[:, 1] - boot[:, 0]
+    p = d / n
+    assert np.mean(diff) == pytest.approx(p, abs=0.005)
+    assert np.std(diff) == pytest.approx(np.sqrt(p * (1 - p) / n), rel=0.1)
+
+
+def test_stratified_bootstrap_keeps_class_counts_and_is_seeded():
+    y = np.array([0] * 7 + [1] * 3 + [2] * 5)
+    a = bootstrap_indices(y, 50, np.random.default_rng(3), stratify=True)
+    b = bootstrap_indices(y, 50, np.random.default_rng(3), stratify=True)
+    assert np.array_equal(a, b)
+    for rows in a:
+        assert np.bincount(y[rows]).tolist() == [7, 3, 5]
+
+
+def _result(values: list[float], stderr: list[float], counts: list[int]) -> ValuationResult:
+    counts_a = np.asarray(counts)
+    variances = np.asarray(stderr) ** 2 * counts_a
+    # normal intervals, so that the widths below can be checked by hand
+    return ValuationResult("TDShap", np.asarray(values), counts_a, variances, threshold=-0.1,
+                           interval="normal")
+
+
+def test_eligible_rows_test_every_row_at_once():
+    # z(95%) = 1.96; Bonferroni over 4 rows at 0.05: one-sided 0.0125, z = 2.24
+    r = _result([-0.4, -0.3, -0.9, 0.2], [0.1, 0.1, 0.1, 0.1], [9, 9, 1, 9])
+    assert (r.ci_high < r.threshold).tolist() == [True, True, False, False]
+    assert eligible_rows(r).tolist() == [True, False, False, False]
+    assert eligible_rows(r, alpha=0.5).tolist() == [True, True, False, False]
+    assert eligible_rows(np.zeros(4)) is None
+    assert eligible_rows(dataclasses.replace(r, threshold=None)) is None
+
+
+def test_cleanse_rules_on_planted_flips(breast_cancer_small):
+    d = breast_cancer_small
+    X, y = d.train
+    rng = np.random.default_rng(0)
+    flipped = rng.choice(len(y), 12, replace=False)
+    y = y.copy()
+    y[flipped] = 1 - y[flipped]
+    values = np.zeros(len(y))
+    values[flipped] = -1.0  # a perfect ranking
+    est = KNeighborsClassifier(3)
+    paper = cleanse(values, est, X, y, *d.val, *d.test, step=4)
+    assert paper.rule == "paper" and paper.n_remove == paper.n_best
+    assert paper.evidence is not None and paper.evidence.n_chosen == paper.n_remove
+    assert paper.evidence.n_bootstrap == 0  # the paper's rule costs what it always did
+    reported = cleanse(values, est, X, y, *d.val, *d.test, step=4, n_bootstrap=100)
+    assert reported.n_remove == paper.n_remove and reported.evidence is not None
+    assert np.isfinite(reported.evidence.se_best)
+    one = cleanse(values, est, X, y, *d.val, *d.test, step=4, rule="one_se")
+    again = cleanse(values, est, X, y, *d.val, *d.test, step=4, rule="one_se")
+    assert one.n_remove == again.n_remove and one.evidence == again.evidence
+    assert np.array_equal(one.val_scores, paper.val_scores)  # one curve, two cuts
+    e = one.evidence
+    assert e is not None and e.n_best == paper.n_remove and np.isfinite(e.se_best)
+    assert e.n_chosen == 0 or e.gain_chosen > e.se_chosen
+    with pytest.raises(ValueError, match="cut rule"):
+        cleanse(values, est, X, y, *d.val, rule="best")
+
+
+def test_cleanse_one_se_removes_only_eligible_rows(breast_cancer_small):
+    d = breast_cancer_small
+    X, y = d.train
+    n = len(y)
+    values = np.linspace(-1, 1, n)
+    counts = np.full(n, 10)
+    counts[:3] = 1  # the three lowest rows have no interval
+    r = ValuationResult("TDShap", values, counts, np.full(n, 1e-6), threshold=-0.5)
+    c = cleanse(r, KNeighborsClassifier(3), X, y, *d.val, step=2, rule="one_se")
+    eligible = eligible_rows(r)
+    assert c.evidence is not None and c.evidence.n_eligible == int(eligible.sum())
+    assert c.evidence.n_eligible in c.grid
+    assert eligible[c.removed].all()
+
+
+def test_one_se_with_a_scorer_that_needs_the_model(breast_cancer_small):
+    d = breast_cancer_small
+    X, y = d.train
+    values = np.arange(len(y), dtype=float)
+    c = cleanse(values, KNeighborsClassifier(5), X, y, *d.val, step=10, rule="one_se",
+                metric="neg_brier_score", n_bootstrap=40)
+    assert c.evidence is not None and c.evidence.n_bootstrap == 40
+    assert np.isfinite(c.evidence.se_best) and c.evidence.se_best > 0
