@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 
 from tdshap._io import jsonable
 from tdshap._validation import as_features, as_target, check_data
 from tdshap.result import ValuationResult
-from tdshap.utility.base import random_state_params
+from tdshap.utility.base import describe_error, fallback_model, random_state_params
 from tdshap.utility.metrics import default_metric, resolve_metric
 
 
@@ -94,13 +94,20 @@ def cleanse(
     step: int | None = None,
     max_fraction: float = 0.5,
     random_state: int | None = 0,
+    on_error: str = "fallback",
 ) -> CleansingResult:
     """Apply the SPEC §4 protocol to ``values`` (a result or one value per row).
 
     ``step`` defaults to 1% of N (at least 1); the grid stops at
     ``max_fraction`` of N. Every grid model uses the same ``random_state``
     (common random numbers), so curves differ only by the rows removed.
+    A grid model that cannot be fitted is scored as the valuation scores one
+    (``on_error``, see :class:`tdshap.utility.base.Utility`): by the best
+    constant prediction for its rows; ``extra`` counts such fits
+    (``n_failed_fits``) and keeps the first error (``first_error``).
     """
+    if on_error not in ("raise", "fallback"):
+        raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
     has_test = X_test is not None
     if has_test:
@@ -119,15 +126,30 @@ def cleanse(
     seed = 0 if random_state is None else int(random_state)
     val_scores = np.empty(len(grid))
     test_scores = np.empty(len(grid)) if has_test else None
+    classes = np.unique(ya) if is_classifier(estimator) else None
+    failed, first_error = 0, None
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         model = clone(estimator)
         if seed_params:
             model.set_params(**dict.fromkeys(seed_params, seed))
-        model.fit(Xa[keep], ya[keep])
-        val_scores[i] = spec.score(model, Xv, yv)
+        try:
+            model.fit(Xa[keep], ya[keep])
+            scores = [spec.score(model, Xv, yv)]
+            if test_scores is not None:
+                scores.append(spec.score(model, Xt, yt))
+        except Exception as err:
+            if on_error == "raise":
+                raise
+            failed += 1
+            first_error = first_error or describe_error(err)
+            model = fallback_model(ya[keep], classes)
+            scores = [spec.score(model, Xv, yv)]
+            if test_scores is not None:
+                scores.append(spec.score(model, Xt, yt))
+        val_scores[i] = scores[0]
         if test_scores is not None:
-            test_scores[i] = spec.score(model, Xt, yt)
+            test_scores[i] = scores[1]
     best = int(np.argmax(val_scores))  # argmax takes the first: the smallest n_remove on ties
     n_remove = int(grid[best])
     return CleansingResult(
@@ -142,6 +164,7 @@ def cleanse(
         cleaned_val=float(val_scores[best]),
         baseline_test=None if test_scores is None else float(test_scores[0]),
         cleaned_test=None if test_scores is None else float(test_scores[best]),
+        extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error},
     )
 
 

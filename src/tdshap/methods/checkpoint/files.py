@@ -37,6 +37,10 @@ FORMAT_VERSION = 1
 _META = "__meta__"
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run."""
+
+
 def data_fingerprint(*arrays: np.ndarray) -> str:
     """A hash of the arrays' shapes, dtypes and bytes."""
     h = hashlib.blake2b(digest_size=16)
@@ -70,11 +74,12 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
             arrays = {k: npz[k] for k in npz.files}
         meta = json.loads(arrays.pop(_META).tobytes().decode())
     except Exception as exc:
-        raise ValueError(f"{path} is not a tdshap checkpoint ({exc}).") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a tdshap checkpoint (format {meta.get('format')!r}).")
+        raise CheckpointError(f"{path} is not a tdshap checkpoint ({exc}).") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise CheckpointError(f"{path} is not a tdshap checkpoint (format {found!r}).")
     if meta.get("version") != FORMAT_VERSION:
-        raise ValueError(
+        raise CheckpointError(
             f"{path} is a checkpoint of format version {meta.get('version')}; this tdshap "
             f"reads version {FORMAT_VERSION}. Resume it with the tdshap that wrote it."
         )
@@ -109,23 +114,25 @@ def resume_path(resume: Any, checkpoint: Any) -> str | os.PathLike[str] | None:
 def check_resumable(
     meta: dict[str, Any], algorithm: str, data: str, settings: dict[str, Any], path: Any
 ) -> None:
-    """Raise ``ValueError`` unless the checkpoint was made by this algorithm, data and settings."""
+    """Raise :class:`CheckpointError` unless this algorithm, data and settings made it."""
     if meta.get("algorithm") != algorithm:
-        raise ValueError(
+        raise CheckpointError(
             f"resume={str(path)!r} was written by {meta.get('algorithm')!r}, not {algorithm!r}."
         )
     if meta.get("data") != data:
-        raise ValueError(
+        raise CheckpointError(
             f"resume={str(path)!r} was made with different data (X, y, X_val or y_val "
             "differ): resume with the same data, or start a new run without resume."
         )
-    saved = meta.get("settings", {})
+    saved = meta.get("settings")
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"resume={str(path)!r} has no settings record: it is damaged.")
     wanted = jsonable(settings)
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:
         detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
                            for k in differ)
-        raise ValueError(
+        raise CheckpointError(
             f"resume={str(path)!r} was made with different settings ({detail}). Use the "
             "checkpoint's settings, or start a new run without resume."
         )

@@ -17,6 +17,7 @@ import numpy as np
 from tdshap._validation import check_number
 from tdshap.methods.base import BaseValuation
 from tdshap.methods.checkpoint.files import (
+    CheckpointError,
     CheckpointSchedule,
     check_resumable,
     data_fingerprint,
@@ -64,6 +65,12 @@ class CheckpointedValuation(BaseValuation):
         data = data_fingerprint(utility.X, utility.y, utility.X_val, utility.y_val)
         check_resumable(meta, self.algorithm, data, self._settings(utility), path)
         return meta, arrays
+
+    @staticmethod
+    def _restore_error(err: CheckpointError, path: Any) -> CheckpointError:
+        """``err`` as one line that names the file and what to do."""
+        return CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}; "
+                               "start a new run without resume.")
 
     def _saver(self, utility: Utility) -> CheckpointSchedule | None:
         if self.checkpoint is None:
