@@ -43,8 +43,9 @@ def test_find_harmful_numpy_arrays_and_given_validation() -> None:
                                task="regression", max_iter=1, cleanse=False)
     assert list(rows.index) == list(range(60)) and "removed" not in rows.columns
     assert rows.run.data.X_test is None and rows.run.model_name == "Ridge"
-    # a derived table stays a HarmfulRows with its run
-    assert rows.sort_values("value").run is rows.run
+    # the table is a plain DataFrame; the run stays with the HarmfulRows object
+    assert type(rows.table) is pd.DataFrame and type(rows.sort_values("value")) is pd.DataFrame
+    assert rows.run.result.values.shape == (60,)
 
 
 def test_find_harmful_flags_planted_label_noise() -> None:

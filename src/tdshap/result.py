@@ -102,10 +102,16 @@ class ValuationResult:
         rng = np.random.default_rng(random_state)
         return np.lexsort((rng.random(len(self)), self.values))
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """One row per training instance, indexed like the user's data."""
-        index = pd.Index(self.index) if self.index is not None else pd.RangeIndex(len(self))
-        return pd.DataFrame(
+    def to_dataframe(self, index: Any = None, removed: Any = None) -> pd.DataFrame:
+        """One row per training instance: the one place this table is built.
+
+        Indexed like the user's data (``index``, else the saved ``index``,
+        else row numbers). ``removed`` (positions dropped by a cleansing)
+        adds a boolean ``removed`` column.
+        """
+        if index is None:
+            index = self.index if self.index is not None else pd.RangeIndex(len(self))
+        out = pd.DataFrame(
             {
                 "value": self.values,
                 "ci_low": self.ci_low,
@@ -114,8 +120,13 @@ class ValuationResult:
                 "n_pulls": self.counts,
                 "is_harmful": self.is_harmful,
             },
-            index=index,
+            index=pd.Index(index) if not isinstance(index, pd.Index) else index,
         )
+        if removed is not None:
+            flags = np.zeros(len(self), dtype=bool)
+            flags[np.asarray(removed, dtype=np.intp)] = True
+            out["removed"] = flags
+        return out
 
     # -- persistence -----------------------------------------------------
     def _meta(self) -> dict[str, Any]:

@@ -61,8 +61,8 @@ import numpy as np
 
 from tdshap._validation import check_number
 from tdshap.methods.apt.bandit import APTState
-from tdshap.methods.checkpoint.mixin import CheckpointedValuation
 from tdshap.methods.checkpoint.files import CheckpointError, resume_path
+from tdshap.methods.checkpoint.mixin import CheckpointedValuation
 from tdshap.methods.checkpoint.run_state import ResumableRun
 from tdshap.methods.progress import RunProgress
 from tdshap.methods.stopping import (

@@ -23,7 +23,6 @@ from tdshap.methods.checkpoint.files import CheckpointError, restore_utility, ut
 from tdshap.methods.stopping import StoppingCriterion
 from tdshap.utility.base import Utility
 
-
 #: The bit generators a checkpoint may name: a name is never looked up beyond these.
 BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
     "PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM, "Philox": np.random.Philox,
@@ -32,7 +31,7 @@ BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
 
 
 def whole(meta: dict[str, Any], name: str, low: int = 0, high: float = math.inf) -> int:
-    """``meta[name]`` if it is a whole number in ``[low, high]``, else a :class:`CheckpointError`."""
+    """``meta[name]`` if it is a whole number in ``[low, high]``, else an error."""
     value = meta.get(name)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         bound = f"[{low}, {high}]" if math.isfinite(high) else f">= {low}"
@@ -171,7 +170,7 @@ class ResumableRun:
         counters = meta.get("counters")
         if not isinstance(counters, dict):
             raise CheckpointError("field 'counters' is missing")
-        for name, value in counters.items():
+        for name in counters:
             if name == "fit_seconds":
                 number(counters, name, 0.0)
             elif name != "first_error":
