@@ -137,8 +137,11 @@ def _auto_note(value: Any, rule: str) -> str:
 DEFAULT_MAX_FAILED_FRACTION = 0.05
 
 
-class TooManyFailures(ValueError):
+class TooManyFailures(ParameterError):
     """Too many of a stage's fits raised: the values would describe the fallback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "max_failed_fraction")
 
 
 def check_estimator_task(estimator: Any, task: str, label: str) -> None:

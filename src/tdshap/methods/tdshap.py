@@ -273,8 +273,8 @@ class TDShap(CheckpointedValuation):
                                                        self.eps_factor)
                 run.thresholds_set = True
                 run.commit()
-                # the first checkpoint: a run killed from here on keeps its initialisation
-                self._save(saver, utility, run, stop, now=True)
+            # the first checkpoint: a run killed from here on keeps its initialisation
+            self._save(saver, utility, run, stop, now=True)
             self.tau_, self.eps_ = state.tau, state.eps
             while True:
                 run.mark(utility, stop)
