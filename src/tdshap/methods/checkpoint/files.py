@@ -14,7 +14,7 @@ progress bar, checkpoint path and period) and the budget (``max_iter``,
 ``time_budget``) are not part of the fingerprint, so a run can be resumed
 with more workers or extended with a larger budget.
 
-:func:`checkpoint_info` reads what a command-line ``--resume`` needs to show.
+:func:`checkpoint_info` reads what an application shows before it resumes a run.
 """
 
 from __future__ import annotations
