@@ -38,7 +38,7 @@ def test_an_edited_result_file_is_a_result_file_error(tmp_path: Path, edit) -> N
     data = json.loads(path.read_text())
     edit(data)
     path.write_text(json.dumps(data))
-    with pytest.raises(ResultFileError, match="r.json"):
+    with pytest.raises(ResultFileError, match=r"r\.json"):
         ValuationResult.load(path)
 
 
