@@ -92,11 +92,11 @@ def cost_line(run: HarmfulRun) -> str:
 def failures_line(run: HarmfulRun) -> str:
     """Fits that raised and were scored by the fallback, per stage, and the first error."""
     r, c = run.result, run.cleansing
-    parts = [f"valuation {int(r.extra.get('n_failed_fits', 0)):,} of {r.n_fits:,}"]
+    parts = [f"valuation {int(r.extra.get('n_failed_fits', 0)):,} of {r.n_fits:,} fits"]
     first = r.extra.get("first_error")
     if c is not None:
         parts.append(f"cleansing {c.extra.get('n_failed_fits', 0):,} of "
-                     f"{c.extra.get('n_fits', len(c.grid)):,}")
+                     f"{c.extra.get('n_fits', len(c.grid)):,} fits")
         first = first or c.extra.get("first_error")
     return ("failed fits (scored by the fallback): " + ", ".join(parts)
             + (f"; first error: {first}" if first else ""))
