@@ -141,7 +141,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True, metavar="SECONDS",
                      help=f"Save the run's state to OUT/{CHECKPOINT_NAME} this often (0: every "
                      "round); the first save follows the first pass over the rows."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0,
+                     show_default=True),
         click.option("--id-column", help="Column that names the rows (not a feature); "
                      "default: the row number in TRAIN, from 0."),
         click.option("--impute", is_flag=True,

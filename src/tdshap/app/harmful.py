@@ -246,7 +246,7 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     # a short chain first (two fits); then, when affordable, a whole chain of k + 1, which
     # is what the run evaluates (an incremental fast path is cheap only along a chain)
     per, timed = timed_chain(1), 2
-    if k > 1 and per * (k + 1) < 1.0:
+    if k > 1 and per * (k + 1) < 1.0 and utility.n_failed_fits < utility.n_fits:
         per, timed = timed_chain(k), timed + k + 1
     if utility.n_fits and utility.n_failed_fits == utility.n_fits:
         raise TooManyFailures(

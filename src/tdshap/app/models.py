@@ -140,8 +140,8 @@ def import_class(path: str, allow: tuple[str, ...] = ()) -> type:
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr or not all(
-        part.isidentifier() for part in [*module_name.split("."), attr]
+    if not module_name or not attr or not all(  # a __main__ module runs a program
+        part.isidentifier() and part != "__main__" for part in [*module_name.split("."), attr]
     ):
         raise ParameterError(f"model {path!r} is not an import path: write "
                              "package.module:Class.", "model")

@@ -222,7 +222,8 @@ class OutputFolder:
                 if not text.isdigit() or _pid_alive(int(text)):
                     raise OutputError(
                         f"another tdshap run (process {text or 'starting'}) is writing to "
-                        f"{self.out}: wait for it to finish, or choose another --out."
+                        f"{self.out}: wait for it to finish, or choose another --out (if no "
+                        f"run is going, delete {path})."
                     ) from None
                 path.unlink(missing_ok=True)  # its process is gone: a stale lock
                 continue
