@@ -24,18 +24,16 @@ import numpy as np
 import pandas as pd
 
 from tdshap.app.harmful import (
-    DEFAULT_MAX_FAILED_FRACTION,
     DEFAULT_MAX_ITER,
     DEFAULT_TEST_FRACTION,
     DEFAULT_VAL_FRACTION,
     HarmfulRun,
     TDShapOptions,
-    execute,
-    plan,
     prepare,
 )
 from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_params
 from tdshap.app.outdir import OutputFolder
+from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, execute, plan
 from tdshap.app.report import markdown_report, plot_values, text_report
 from tdshap.app.tabular import is_parquet, read_table, write_rows_like
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR

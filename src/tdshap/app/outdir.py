@@ -159,22 +159,7 @@ class OutputFolder:
             raise OutputError(f"output folder {out} is not writable (no write permission on "
                               f"{probe}): choose another --out.")
         names = set(outputs) | set(self.keep) | {MANIFEST, LOCK}
-        foreign: list[str] = []
-        if self.exists:
-            listed = read_manifest(self.real)
-            self.old_files = list(listed or [])
-            ours = set(self.old_files) | {MANIFEST, LOCK}
-            foreign = sorted(n for n in os.listdir(self.real)
-                             if n not in ours and not n.startswith(STAGING))
-            if foreign and not self.force:
-                shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-                why = ("it has no tdshap manifest" if listed is None else
-                       f"these are not outputs of an earlier run: {shown}")
-                raise OutputError(
-                    f"output folder {out} holds files tdshap did not write ({why}): choose a "
-                    "new or empty folder for --out, or pass --force to write beside them "
-                    "(files with the names of the outputs are then replaced)."
-                )
+        foreign = self._foreign() if self.exists else []
         for path in inputs:
             rin = os.path.realpath(path)
             if not _inside(rin, real):
@@ -190,14 +175,43 @@ class OutputFolder:
         self.in_place = bool(foreign) or (self.exists and _inside(cwd, real)) or (
             self.exists and not os.access(self.real.parent, os.W_OK | os.X_OK))
 
+    def _foreign(self) -> list[str]:
+        """What ``--out`` holds besides an earlier run's outputs (refused without ``force``)."""
+        listed = read_manifest(self.real)
+        self.old_files = list(listed or [])
+        ours = set(self.old_files) | {MANIFEST, LOCK}
+        foreign = sorted(n for n in os.listdir(self.real)
+                         if n not in ours and not n.startswith(STAGING))
+        if foreign and not self.force:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            why = ("it has no tdshap manifest" if listed is None else
+                   f"these are not outputs of an earlier run: {shown}")
+            raise OutputError(
+                f"output folder {self.out} holds files tdshap did not write ({why}): choose "
+                "a new or empty folder for --out, or pass --force to write beside them "
+                "(files with the names of the outputs are then replaced)."
+            )
+        return foreign
+
     # -- the run ----------------------------------------------------------------
     def claim(self) -> None:
         """Create and lock ``--out``; list the run's own files in its manifest."""
         try:
-            if not self.real.exists():
+            self._claim()
+        except OutputError:
+            self.release()
+            raise
+
+    def _claim(self) -> None:
+        try:
+            try:
                 self.real.mkdir(parents=True)
                 self.created = True
+            except FileExistsError:  # an earlier run's, or one that started meanwhile
+                pass
             self._lock()
+            if not self.created:
+                self._foreign()  # files added since the check are refused too
             self._sweep()
             files = [*self.old_files, *self.keep]
             if self.created or set(files) != set(self.old_files) or \
