@@ -140,6 +140,17 @@ def test_a_users_own_file_in_out_is_not_replaced(work: Path, name: str) -> None:
                   words=("holds files tdshap did not write", "--force"))
 
 
+def test_a_manifest_cannot_claim_the_users_files(work: Path,
+                                                  first_run: Callable[..., Path]) -> None:
+    out = first_run("value")
+    (out / "mine.txt").write_text("the user's own")
+    manifest = json.loads((out / ".tdshap-manifest.json").read_text())
+    manifest["files"].append("mine.txt")  # an edited manifest names the user's file
+    (out / ".tdshap-manifest.json").write_text(json.dumps(manifest))
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                  words=("mine.txt", "--force"))
+
+
 def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
     res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
                  cwd=work)

@@ -252,7 +252,9 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     _check_options(opts)
     train: Path = opts["train"]
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
-    folder = OutputFolder(opts["out"], force=opts["force"], keep=(CHECKPOINT_NAME,))
+    known = (*_outputs(True, Path("t.csv")), "cleaned.parquet", CHECKPOINT_NAME)
+    folder = OutputFolder(opts["out"], force=opts["force"], keep=(CHECKPOINT_NAME,),
+                          known=known)
     folder.check(inputs, _outputs(do_cleanse, train))
     checkpoint = folder.real / CHECKPOINT_NAME
     if opts["resume"]:

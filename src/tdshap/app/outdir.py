@@ -128,6 +128,7 @@ class OutputFolder:
     out: Path
     force: bool = False
     keep: tuple[str, ...] = ()  # files a run keeps in --out as it goes (its checkpoint)
+    known: tuple[str, ...] = ()  # every name a run of this tool may write there
     real: Path = field(init=False)
     exists: bool = field(init=False, default=False)
     old_files: list[str] = field(init=False, default_factory=list)
@@ -178,7 +179,8 @@ class OutputFolder:
     def _foreign(self) -> list[str]:
         """What ``--out`` holds besides an earlier run's outputs (refused without ``force``)."""
         listed = read_manifest(self.real)
-        self.old_files = list(listed or [])
+        # only names this tool writes count as its own, whatever an edited manifest lists
+        self.old_files = [n for n in listed or [] if n in self.known]
         ours = set(self.old_files) | {MANIFEST, LOCK}
         foreign = sorted(n for n in os.listdir(self.real)
                          if n not in ours and not n.startswith(STAGING))
