@@ -204,6 +204,33 @@ def test_a_second_run_refuses_while_the_first_holds_the_lock(
     assert not (out / ".tdshap.lock").exists()
 
 
+def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> None:
+    """SIGKILL once the first checkpoint (after the first pass) exists; resume takes over."""
+    import signal
+    import time
+
+    args = ["value", "wine.csv", "--target", "target", "--model", "dtree", "--max-iter", "400",
+            "--checkpoint-every", "0", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "tdshap.app.cli", *args, "--out", "out"],
+                            cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (work / "out" / "run.tdshap").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if (work / "out" / "values.csv").exists():
+        pytest.skip("the run finished before it could be killed")
+    assert (work / "out" / ".tdshap.lock").read_text() == str(proc.pid)
+    resumed = tdshap(*args, "--out", "out", "--resume", cwd=work)
+    assert resumed.returncode == 0, resumed.stderr
+    fresh = tdshap(*args, "--out", "fresh", cwd=work)
+    assert fresh.returncode == 0, fresh.stderr
+    out, fresh_out = work / "out", work / "fresh"
+    assert (out / "values.csv").read_bytes() == (fresh_out / "values.csv").read_bytes()
+    assert not (out / ".tdshap.lock").exists()
+
+
 # -- 4. outputs published as one set ---------------------------------------------------
 ENOSPC_LAUNCHER = """
 import builtins, errno, sys
