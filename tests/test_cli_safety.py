@@ -198,10 +198,13 @@ def test_a_second_run_refuses_while_the_first_holds_the_lock(
     finally:
         sleeper.kill()
         sleeper.wait()
-    # the process is gone: its lock is stale and taken over
+    # the process is gone: its lock is stale and taken over, and a temporary file it left
+    # mid-checkpoint is its own, not the user's
+    (out / f".run.tdshap.tmp-{sleeper.pid}").write_bytes(b"half a checkpoint")
     res = tdshap("value", "wine.csv", "--target", "target", "--out", "out", *FAST, cwd=work)
     assert res.returncode == 0, res.stderr
     assert not (out / ".tdshap.lock").exists()
+    assert not list(out.glob("*.tmp-*"))
 
 
 def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> None:
@@ -209,7 +212,7 @@ def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> N
     import signal
     import time
 
-    args = ["value", "wine.csv", "--target", "target", "--model", "dtree", "--max-iter", "400",
+    args = ["value", "wine.csv", "--target", "target", "--model", "dtree", "--max-iter", "120",
             "--checkpoint-every", "0", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "tdshap.app.cli", *args, "--out", "out"],
                             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

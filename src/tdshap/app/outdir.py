@@ -183,7 +183,7 @@ class OutputFolder:
         self.old_files = [n for n in listed or [] if n in self.known]
         ours = set(self.old_files) | {MANIFEST, LOCK}
         foreign = sorted(n for n in os.listdir(self.real)
-                         if n not in ours and not n.startswith(STAGING))
+                         if n not in ours and not n.startswith(STAGING) and not self._partial(n))
         if foreign and not self.force:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
             why = ("it has no tdshap manifest" if listed is None else
@@ -194,6 +194,12 @@ class OutputFolder:
                 "(files with the names of the outputs are then replaced)."
             )
         return foreign
+
+    def _partial(self, name: str) -> bool:
+        """A temporary file an atomic write of this tool left when its process was killed."""
+        stem, sep, pid = name.rpartition(".tmp-")
+        return bool(sep) and pid.isdigit() and stem[:1] == "." and (
+            stem[1:] in self.known or stem[1:] == MANIFEST)
 
     # -- the run ----------------------------------------------------------------
     def claim(self) -> None:
@@ -251,7 +257,12 @@ class OutputFolder:
                           "finish, or choose another --out.")
 
     def _sweep(self) -> None:
-        """Remove staging folders that runs which no longer exist left behind."""
+        """Remove staging folders and temporary files that killed runs left behind."""
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.real):
+                pid = _pid_of(name)
+                if self._partial(name) and pid is not None and not _pid_alive(pid):
+                    (self.real / name).unlink()
         for folder in (self.real, self.real.parent):
             with contextlib.suppress(OSError):
                 for name in os.listdir(folder):
