@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from experiments.abalone import METHODS, MODELS
+from experiments.abalone import METHODS, PAPER_MODELS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
 
@@ -20,7 +20,7 @@ def bench() -> None:
 
 @bench.command("abalone")
 @click.option("--models", default="dtree,svr,ridge", show_default=True,
-              help=f"Comma-separated, from {','.join(MODELS)}.")
+              help=f"Comma-separated, from {','.join(PAPER_MODELS)}.")
 @click.option("--methods", default="baseline,random,loo100,tdshap,tdshap-auto",
               show_default=True, help=f"Comma-separated, from {','.join(METHODS)}.")
 @click.option("--trials", type=click.IntRange(min=1), default=10, show_default=True,
@@ -56,7 +56,7 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
     from experiments.abalone_report import markdown, plot_figures
 
     try:
-        model_list = parse_list(models, MODELS, "--models")
+        model_list = parse_list(models, PAPER_MODELS, "--models")
         method_list = parse_list(methods, METHODS, "--methods")
         size_tuple = tuple(int(x) for x in sizes.split(","))
         if len(size_tuple) != 3 or min(size_tuple) < 1:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.abalone import METHODS, MODELS
+from experiments.abalone import METHODS, PAPER_MODELS
 from tdshap.cleansing import CleansingResult, plot_curves
 
 # SPEC §6: the paper's Table 2 (test MAE mean, std) and Table 3 (seconds)
@@ -76,7 +76,7 @@ def _header(cols: list[str]) -> list[str]:
 def mae_table(cells: list[dict[str, Any]]) -> list[str]:
     """Table 2: test MAE mean ± std (trials), ours over the paper's."""
     idx = _index(cells)
-    models, methods = _present(cells, "model", MODELS), _present(cells, "method", METHODS)
+    models, methods = _present(cells, "model", PAPER_MODELS), _present(cells, "method", METHODS)
     lines = _header(["model"] + [LABELS[m] for m in methods])
     for model in models:
         row = [model]
@@ -95,7 +95,7 @@ def mae_table(cells: list[dict[str, Any]]) -> list[str]:
 def gain_table(cells: list[dict[str, Any]]) -> list[str]:
     """Gain over the baseline, baseline MAE − method MAE, mean over trials (higher is better)."""
     idx = _index(cells)
-    models = _present(cells, "model", MODELS)
+    models = _present(cells, "model", PAPER_MODELS)
     methods = [m for m in _present(cells, "method", METHODS) if m != "baseline"]
     lines = _header(["model"] + [LABELS[m] for m in methods] + ["paper TDShap"])
     for model in models:
@@ -114,7 +114,7 @@ def gain_table(cells: list[dict[str, Any]]) -> list[str]:
 def time_table(cells: list[dict[str, Any]]) -> list[str]:
     """Table 3: valuation wall seconds and fits per trial (mean), the paper's seconds beside."""
     idx = _index(cells)
-    models = _present(cells, "model", MODELS)
+    models = _present(cells, "model", PAPER_MODELS)
     methods = [m for m in _present(cells, "method", METHODS) if m not in ("baseline", "random")]
     lines = _header(["model"] + [LABELS[m] for m in methods])
     for model in models:
@@ -138,7 +138,7 @@ def ablation_table(cells: list[dict[str, Any]]) -> list[str]:
     idx = _index(cells)
     cols = ["tdshap", "tdshap-no-i", "tdshap-no-ii", "tdshap-auto"]
     lines = _header(["model"] + [LABELS[m] for m in cols] + ["paper TDShap / w/o (i) / w/o (ii)"])
-    for model in _present(cells, "model", MODELS):
+    for model in _present(cells, "model", PAPER_MODELS):
         row = [model]
         for method in cols:
             got = idx.get((model, method), {})
@@ -155,7 +155,7 @@ def spread_table(cells: list[dict[str, Any]]) -> list[str]:
     lines = _header(["model", "method", "τ", "ε", "T_n min", "q25", "median", "q75", "max",
                      "rows ≤ τ"])
     idx = _index(cells)
-    for model in _present(cells, "model", MODELS):
+    for model in _present(cells, "model", PAPER_MODELS):
         for method in ("tdshap", "tdshap-auto", "tdshap-no-i", "tdshap-no-ii"):
             got = [c for c in idx.get((model, method), {}).values() if "pulls_spread" in c]
             if not got:
@@ -174,7 +174,7 @@ def speed_table(cells: list[dict[str, Any]]) -> list[str]:
     idx = _index(cells)
     lines = _header(["model", "trial", "other", "other s", "TDShap s", "speed-up",
                      "fits ratio", "other MAE", "TDShap MAE", "TDShap auto MAE", "note"])
-    for model in _present(cells, "model", MODELS):
+    for model in _present(cells, "model", PAPER_MODELS):
         mine = idx.get((model, "tdshap"), {})
         auto = idx.get((model, "tdshap-auto"), {})
         for other in ("tmc", "loo1"):
@@ -237,7 +237,7 @@ def plot_figures(cells: list[dict[str, Any]], folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     idx = _index(cells)
     paths = []
-    for model in _present(cells, "model", MODELS):
+    for model in _present(cells, "model", PAPER_MODELS):
         by_trial: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for method in METHODS:
             for trial, c in idx.get((model, method), {}).items():

@@ -76,7 +76,7 @@ def test_equal_time_cells_bring_their_tdshap_cell(fake_abalone, tmp_path, monkey
     from sklearn.tree import DecisionTreeRegressor
 
     # a tree whose fit depends on its seed, so an unseeded baseline would differ
-    monkeypatch.setattr(study, "make_model",
+    monkeypatch.setattr(study, "paper_model",
                         lambda name: DecisionTreeRegressor(max_features=1, max_depth=4))
     out = tmp_path / "out"
     _run(["--models", "dtree", "--methods", "baseline,tdshap-no-ii", "--trials", "1", "--sizes",
@@ -93,7 +93,7 @@ def test_unknown_names_are_rejected(fake_abalone, tmp_path):
                                        str(tmp_path)])
     assert result.exit_code != 0 and "forest" in result.output
     with pytest.raises(ValueError, match="knn"):
-        study.parse_list("dtree,knn", study.MODELS, "--models")
+        study.parse_list("dtree,knn", study.PAPER_MODELS, "--models")
 
 
 @pytest.mark.slow
@@ -186,6 +186,6 @@ def test_single_threaded_lightgbm_predicts_as_a_threaded_one(fake_abalone):
     from experiments.datasets import abalone
 
     data = abalone(0, (50, 50, 50), path=str(fake_abalone))
-    ours = study.make_model("gbdt").fit(*data.train).predict(data.X_test)
+    ours = study.paper_model("gbdt").fit(*data.train).predict(data.X_test)
     default = LGBMRegressor(verbose=-1, n_jobs=2).fit(*data.train).predict(data.X_test)
     np.testing.assert_array_equal(ours, default)

@@ -119,7 +119,8 @@ def test_duplicate_column_names(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("model", "words"),
     [("forest", ("unknown model 'forest'", "dtree")),
-     ("nosuchpkg.mod:Model", ("cannot import module 'nosuchpkg.mod'",)),
+     ("sklearn.nosuchmod:Model", ("cannot import module 'sklearn.nosuchmod'",)),
+     ("nosuchpkg.mod:Model", ("package 'nosuchpkg' is not one", "--allow-import")),
      ("sklearn.tree:NoSuchTree", ("has no class 'NoSuchTree'",))],
 )
 def test_unknown_model(tmp_path: Path, train: Path, model: str, words: tuple[str]) -> None:
@@ -198,8 +199,8 @@ def test_clean_writes_every_output(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
-        "cleaned.csv", "curve.png", "report.md", "result.json", "run.tdshap", "values.csv",
-        "values.png"]
+        ".tdshap-manifest.json", "cleaned.csv", "curve.png", "report.md", "result.json",
+        "run.tdshap", "values.csv", "values.png"]
     assert "task classification (inferred: the target is not numeric)" in res.stdout
     values = pd.read_csv(out / "values.csv")
     assert list(values.columns) == ["id", "value", "ci_low", "ci_high", "n_pulls",
@@ -244,7 +245,8 @@ def test_value_stops_after_valuation(tmp_path: Path) -> None:
     assert "task regression (inferred: the target has fractional values)" in res.stdout
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
-        "report.md", "result.json", "run.tdshap", "values.csv", "values.png"]
+        ".tdshap-manifest.json", "report.md", "result.json", "run.tdshap", "values.csv",
+        "values.png"]
     values = pd.read_csv(out / "values.csv")
     assert len(values) == 40 and "removed" not in values.columns
     assert list(values["row"]) == list(range(40))
@@ -282,7 +284,7 @@ def test_default_method_is_thresholding_data_oob(tmp_path: Path) -> None:
     res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", "--no-progress",
                  cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("Thresholding Data-OOB:") and "valued by tdoob" in res.stdout
+    assert "\nThresholding Data-OOB:" in res.stdout and "valued by tdoob" in res.stdout
     out = tmp_path / "out"
     # short runs, not checkpointed: no run.tdshap
     assert {"cleaned.csv", "values.csv", "report.md"} <= {p.name for p in out.iterdir()}

@@ -23,7 +23,7 @@ def test_find_harmful_keeps_the_users_index_and_reports(capsys: pytest.CaptureFi
     y = pd.Series((X["a"] > 0).astype(int), index=X.index)
     rows = tdshap.find_harmful(X, y, max_iter=2, method="tdshap")
     assert list(rows.columns) == ["value", "ci_low", "ci_high", "stderr", "n_pulls",
-                                  "is_harmful", "removed"]
+                                  "is_harmful", "credibly_harmful", "removed"]
     assert len(rows) == 40 and rows.index.name == "key"
     assert set(rows.index) <= set(X.index)
     result = rows.run.result
@@ -43,8 +43,9 @@ def test_find_harmful_numpy_arrays_and_given_validation() -> None:
                                task="regression", max_iter=1, cleanse=False)
     assert list(rows.index) == list(range(60)) and "removed" not in rows.columns
     assert rows.run.data.X_test is None and rows.run.model_name == "Ridge"
-    # a derived table stays a HarmfulRows with its run
-    assert rows.sort_values("value").run is rows.run
+    # the table is a plain DataFrame; the run stays with the HarmfulRows object
+    assert type(rows.table) is pd.DataFrame and type(rows.sort_values("value")) is pd.DataFrame
+    assert rows.run.result.values.shape == (60,)
 
 
 def test_find_harmful_flags_planted_label_noise() -> None:

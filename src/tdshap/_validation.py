@@ -98,3 +98,16 @@ def check_number(value: Any, name: str, *, low: float | None = None, integer: bo
         kind = "a whole number" if integer else "a number"
         bound = f" >= {low}" if low is not None else ""
         raise ValueError(f"{name}={value!r} must be {kind}{bound}.{(' ' + hint) if hint else ''}")
+
+
+class ParameterError(ValueError):
+    """A ``ValueError`` about named parameters, worded with their Python names.
+
+    ``params`` lists the parameter names the message refers to, so that an
+    application (the ``tdshap`` command) can show its own names for them (its
+    flags) without the library knowing them.
+    """
+
+    def __init__(self, message: str, *params: str) -> None:
+        super().__init__(message)
+        self.params = params

@@ -38,7 +38,7 @@ from tdshap.cut import (
     eligible_rows,
 )
 from tdshap.result import ValuationResult
-from tdshap.utility.base import random_state_params
+from tdshap.utility.base import describe_error, fallback_model, random_state_params
 from tdshap.utility.metrics import default_metric, resolve_metric
 
 
@@ -136,6 +136,7 @@ def cleanse(
     n_se: float = DEFAULT_N_SE,
     n_bootstrap: int | None = None,
     alpha: float = DEFAULT_ALPHA,
+    on_error: str = "fallback",
 ) -> CleansingResult:
     """Apply the cleansing protocol (the paper, Sec. 5.1) to ``values``.
 
@@ -157,7 +158,14 @@ def cleanse(
     interval lies wholly below the threshold first and removes only those;
     ``alpha`` is the chance that any row is taken for below the threshold
     when it is not (:func:`tdshap.cut.eligible_rows`).
+
+    A grid model that cannot be fitted is scored as the valuation scores one
+    (``on_error``, see :class:`tdshap.utility.base.Utility`): by the best
+    constant prediction for its rows; ``extra`` counts such fits
+    (``n_failed_fits``) and keeps the first error (``first_error``).
     """
+    if on_error not in ("raise", "fallback"):
+        raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
     check_rule(rule)
     if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
         n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
@@ -201,25 +209,48 @@ def cleanse(
     predictions: list[np.ndarray] = []
     boot_columns: list[np.ndarray] = []
     boot_failed = False
+    classes = np.unique(ya) if is_classifier(estimator) else None
+    failed, first_error = 0, None
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         model = clone(estimator)
         if seed_params:
             model.set_params(**dict.fromkeys(seed_params, seed))
-        model.fit(Xa[keep], ya[keep])
+        try:
+            model.fit(Xa[keep], ya[keep])
+            if spec.from_predictions is not None:
+                pred = model.predict(Xv)
+                val_score = spec.from_predictions(yv, pred)
+            else:
+                val_score = spec.score(model, Xv, yv)
+            test_score = spec.score(model, Xt, yt) if test_scores is not None else np.nan
+        except Exception as err:
+            if on_error == "raise":
+                raise
+            failed += 1
+            first_error = first_error or describe_error(err)
+            model = fallback_model(ya[keep], classes)
+            if spec.from_predictions is not None:
+                pred = model.predict(Xv)
+                val_score = spec.from_predictions(yv, pred)
+            else:
+                val_score = spec.score(model, Xv, yv)
+            test_score = spec.score(model, Xt, yt) if test_scores is not None else np.nan
+        val_scores[i] = val_score
         if spec.from_predictions is not None:
-            predictions.append(model.predict(Xv))
-            val_scores[i] = spec.from_predictions(yv, predictions[-1])
-        else:
-            val_scores[i] = spec.score(model, Xv, yv)
-            if idx is not None and not boot_failed:
-                try:
-                    boot_columns.append(bootstrap_scores(
-                        lambda rows, m=model: spec.score(m, Xv[rows], yv[rows]), idx))
-                except ValueError:  # a scorer refusing a resample: no evidence, said so
-                    boot_failed = True
+            predictions.append(pred)
+        elif idx is not None and not boot_failed:
+            fitted: Any = model
+
+            def score_rows(rows: np.ndarray, m: Any = fitted) -> float:
+                return spec.score(m, Xv[rows], yv[rows])
+
+            try:
+                boot_columns.append(bootstrap_scores(score_rows, idx))
+            except ValueError:  # a scorer refusing a resample: no evidence, said so
+                boot_failed = True
         if test_scores is not None:
-            test_scores[i] = spec.score(model, Xt, yt)
+            test_scores[i] = test_score
     boot = None
     if idx is not None and predictions:
         boot = bootstrap_curves(spec, yv, np.stack(predictions), idx)
@@ -242,6 +273,7 @@ def cleanse(
         cleaned_test=None if test_scores is None else float(test_scores[best]),
         rule=rule,
         evidence=evidence,
+        extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error},
     )
 
 

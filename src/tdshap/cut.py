@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from tdshap.result import ValuationResult
 from tdshap.utility.fast.scoring import row_scorer
 from tdshap.utility.metrics import MetricSpec
 
@@ -203,7 +204,7 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha!r} must be between 0 and 1 (exclusive).")
     n = len(values.values)
-    if dataclasses.is_dataclass(values) and hasattr(values, "confidence"):
+    if isinstance(values, ValuationResult):
         values = dataclasses.replace(values, confidence=1.0 - 2.0 * alpha / max(n, 1))
     if hasattr(values, "is_credibly_harmful"):
         return np.asarray(values.is_credibly_harmful, dtype=bool)

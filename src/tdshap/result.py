@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,10 @@ from tdshap.intervals import DEFAULT_INTERVAL, check_method, half_widths, standa
 FORMAT = "tdshap.ValuationResult"
 FORMAT_VERSION = 1
 _ARRAYS = ("values", "counts", "variances", "harmful", "order", "index")
+
+
+class ResultFileError(ValueError):
+    """A file that is not a readable :class:`ValuationResult` (damaged, edited or other)."""
 
 
 @dataclass
@@ -131,10 +136,16 @@ class ValuationResult:
         rng = np.random.default_rng(random_state)
         return np.lexsort((rng.random(len(self)), self.values))
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """One row per training instance, indexed like the user's data."""
-        index = pd.Index(self.index) if self.index is not None else pd.RangeIndex(len(self))
-        return pd.DataFrame(
+    def to_dataframe(self, index: Any = None, removed: Any = None) -> pd.DataFrame:
+        """One row per training instance: the one place this table is built.
+
+        Indexed like the user's data (``index``, else the saved ``index``,
+        else row numbers). ``removed`` (positions dropped by a cleansing)
+        adds a boolean ``removed`` column.
+        """
+        if index is None:
+            index = self.index if self.index is not None else pd.RangeIndex(len(self))
+        out = pd.DataFrame(
             {
                 "value": self.values,
                 "ci_low": self.ci_low,
@@ -144,8 +155,13 @@ class ValuationResult:
                 "is_harmful": self.is_harmful,
                 "credibly_harmful": self.is_credibly_harmful,
             },
-            index=index,
+            index=pd.Index(index) if not isinstance(index, pd.Index) else index,
         )
+        if removed is not None:
+            flags = np.zeros(len(self), dtype=bool)
+            flags[np.asarray(removed, dtype=np.intp)] = True
+            out["removed"] = flags
+        return out
 
     # -- persistence -----------------------------------------------------
     def _meta(self) -> dict[str, Any]:
@@ -197,60 +213,129 @@ class ValuationResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ValuationResult:
-        if data.get("format") != FORMAT:
-            raise ValueError("not a tdshap ValuationResult file (missing 'format').")
+        """The result a :meth:`to_dict` dictionary holds, checked field by field.
+
+        A damaged or edited dictionary raises :class:`ResultFileError` naming
+        the field, never a ``KeyError`` or ``TypeError`` from deep inside.
+        """
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ResultFileError("not a tdshap ValuationResult file (missing 'format').")
         version = data.get("format_version")
         if version != FORMAT_VERSION:
-            raise ValueError(
+            raise ResultFileError(
                 f"ValuationResult format version {version} is not supported "
                 f"(this tdshap reads version {FORMAT_VERSION})."
             )
 
-        def arr(name: str, dtype: Any) -> np.ndarray | None:
+        def arr(name: str, dtype: Any, required: bool = False) -> np.ndarray | None:
             v = data.get(name)
-            if v is None:
+            if v is None and not required:
                 return None
-            return np.array([np.nan if x is None else x for x in v], dtype=dtype)
+            if not isinstance(v, list) or any(isinstance(x, list | dict) for x in v):
+                raise ResultFileError(f"field {name!r} is not a list of numbers.")
+            try:
+                return np.array([np.nan if x is None else x for x in v], dtype=dtype)
+            except (TypeError, ValueError, OverflowError):
+                raise ResultFileError(f"field {name!r} holds values that are not "
+                                      f"{np.dtype(dtype).name}.") from None
 
-        def required(name: str, dtype: Any) -> np.ndarray:
-            out = arr(name, dtype)
-            if out is None:
-                raise ValueError(f"not a complete tdshap ValuationResult file (no {name!r}).")
-            return out
+        def scalar(name: str, default: float, kind: type = float) -> Any:
+            v = data.get(name, default)
+            if v is None and kind is float:
+                return np.nan
+            if isinstance(v, bool) or not isinstance(v, int | float) or \
+                    (kind is int and not float(v).is_integer()) or v < 0:
+                raise ResultFileError(f"field {name!r} is {v!r}, not a non-negative number.")
+            return kind(v)
 
+        def mapping(name: str) -> dict[str, Any]:
+            v = data.get(name) or {}
+            if not isinstance(v, dict):
+                raise ResultFileError(f"field {name!r} is not an object.")
+            return v
+
+        values = arr("values", float, required=True)
+        assert values is not None
+        n = len(values)
+        fields: dict[str, Any] = {}
+        for name, dtype in (("counts", np.int64), ("variances", float), ("harmful", bool),
+                            ("order", np.int64)):
+            fields[name] = arr(name, dtype, required=name in ("counts", "variances"))
+            if fields[name] is not None and len(fields[name]) != n:
+                raise ResultFileError(f"field {name!r} has {len(fields[name])} entries for "
+                                      f"{n} values.")
+        if fields["counts"].min(initial=0) < 0:
+            raise ResultFileError("field 'counts' holds negative pull counts.")
+        if fields["order"] is not None and not np.array_equal(np.sort(fields["order"]),
+                                                              np.arange(n)):
+            raise ResultFileError("field 'order' is not an order of the rows.")
         index = data.get("index")
+        if index is not None and (not isinstance(index, list) or len(index) != n):
+            raise ResultFileError(f"field 'index' is not a list of {n} row labels.")
+        threshold = data.get("threshold")
+        if threshold is not None and (isinstance(threshold, bool)
+                                      or not isinstance(threshold, int | float)):
+            raise ResultFileError(f"field 'threshold' is {threshold!r}, not a number.")
+        algorithm = data.get("algorithm")
+        if not isinstance(algorithm, str):
+            raise ResultFileError("field 'algorithm' is missing.")
+        seed = data.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ResultFileError(f"field 'seed' is {seed!r}, not a whole number.")
+        guarantee = data.get("guarantee")
+        if guarantee is not None and not isinstance(guarantee, dict):
+            raise ResultFileError("field 'guarantee' is not an object.")
+        confidence = scalar("confidence", 0.95)
+        if not 0 < confidence < 1:
+            raise ResultFileError(f"field 'confidence' is {confidence}, not in (0, 1).")
+        interval = data.get("interval", DEFAULT_INTERVAL)
+        if not isinstance(interval, str):
+            raise ResultFileError(f"field 'interval' is {interval!r}, not a method name.")
+        try:
+            check_method(interval)
+        except ValueError as err:
+            raise ResultFileError(f"field 'interval': {err}") from None
         return cls(
-            algorithm=data["algorithm"],
-            values=required("values", float),
-            counts=required("counts", np.int64),
-            variances=required("variances", float),
-            harmful=arr("harmful", bool),
-            threshold=data.get("threshold"),
-            n_fits=int(data.get("n_fits", 0)),
-            n_evaluations=int(data.get("n_evaluations", 0)),
-            wall_seconds=float(data.get("wall_seconds", 0.0)),
-            fit_seconds=float(data.get("fit_seconds", 0.0)),
-            seed=data.get("seed"),
-            config=data.get("config") or {},
-            guarantee=data.get("guarantee"),
-            extra=data.get("extra") or {},
-            order=arr("order", np.int64),
+            algorithm=algorithm,
+            values=values,
+            threshold=threshold,
+            n_fits=scalar("n_fits", 0, int),
+            n_evaluations=scalar("n_evaluations", 0, int),
+            wall_seconds=scalar("wall_seconds", 0.0),
+            fit_seconds=scalar("fit_seconds", 0.0),
+            seed=seed,
+            config=mapping("config"),
+            guarantee=guarantee,
+            extra=mapping("extra"),
             index=None if index is None else np.asarray(index),
-            confidence=float(data.get("confidence", 0.95)),
-            interval=str(data.get("interval", DEFAULT_INTERVAL)),
+            confidence=confidence,
+            interval=interval,
+            **fields,
         )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ValuationResult:
-        """Read a result written by :meth:`save`."""
+        """Read a result written by :meth:`save` (:class:`ResultFileError` if it is not one)."""
         path = Path(path)
-        if path.suffix == ".json":
-            return cls.from_dict(json.loads(path.read_text()))
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                data = json.loads(str(z["meta"]))
-                for name in _ARRAYS:
-                    if name in z.files:
-                        data[name] = z[name].tolist()
+        if path.suffix not in (".json", ".npz"):
+            raise ValueError(f"cannot load {path}: expected a .json or .npz file.")
+        try:
+            if path.suffix == ".json":
+                data = json.loads(path.read_text(encoding="utf-8"))
+            else:
+                with np.load(path, allow_pickle=False) as z:
+                    data = json.loads(str(z["meta"]))
+                    if not isinstance(data, dict):
+                        raise ResultFileError("its metadata is not an object.")
+                    for name in _ARRAYS:
+                        if name in z.files:
+                            data[name] = z[name].tolist()
             return cls.from_dict(data)
-        raise ValueError(f"cannot load {path}: expected a .json or .npz file.")
+        except ResultFileError as err:
+            raise ResultFileError(f"{path} is not a readable tdshap result: {err}") from None
+        except FileNotFoundError:
+            raise ResultFileError(f"{path} does not exist.") from None
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
+            raise ResultFileError(
+                f"{path} is not a readable tdshap result ({type(err).__name__}: {err})."
+            ) from None

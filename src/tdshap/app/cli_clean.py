@@ -1,16 +1,21 @@
 """``tdshap clean`` and ``tdshap value``: a user's own table, start to finish.
 
 Bad input ends with one line ``Error: ...`` on stderr and exit status 2,
-before anything is written. Outputs are written to a temporary folder and
-moved into ``--out`` only once all of them are complete.
+before any output or folder exists: the options, the files, the model (an
+import path must name an estimator class of an allowed package, checked
+before it is built), the settings against N, a few timed fits and the
+output folder are all checked first. Warnings raised on the way are folded
+into that line. The output folder is owned, locked and published as one set
+(:mod:`tdshap.app.outdir`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Callable
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +30,26 @@ from tdshap.app.harmful import (
     HarmfulRun,
     TDShapOptions,
     prepare,
-    run,
 )
-from tdshap.app.models import DEFAULT_MODEL, MODELS, parse_params
+from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_params
+from tdshap.app.outdir import OutputFolder
+from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, execute, plan
 from tdshap.app.report import markdown_report, plot_values, text_report
 from tdshap.app.tabular import is_parquet, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
+from tdshap.methods.checkpoint.files import read_checkpoint
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
+#: The library's parameter names and the options that set them (for its error messages).
+FLAGS = {
+    "params": "--params", "model": "--model", "allow_import": "--allow-import",
+    "task": "--task", "n_min": "--n-min", "k": "--k", "time_budget": "--time-budget",
+    "max_failed_fraction": "--max-failed-fraction", "impute": "--impute",
+    "val_fraction": "--val-fraction", "test_fraction": "--test-fraction", "X_val": "--val",
+    "eps": "--eps", "tau": "--tau", "max_iter": "--max-iter",
+    "checkpoint_every": "--checkpoint-every",
+}
 
 
 class InputError(click.ClickException):
@@ -43,20 +59,27 @@ class InputError(click.ClickException):
 
 
 class AutoOr(click.ParamType):
-    """``"auto"`` or a number (float, or int when ``integer``)."""
+    """``"auto"`` or a finite number (float, or int when ``integer``) of at least ``low``."""
 
-    def __init__(self, integer: bool = False) -> None:
+    def __init__(self, integer: bool = False, low: float | None = None) -> None:
         self.integer = integer
+        self.low = low
         self.name = "auto|int" if integer else "auto|float"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value == "auto" or isinstance(value, int | float):
+        if value == "auto":
             return value
         try:
-            return int(value) if self.integer else float(value)
+            number = value if isinstance(value, int | float) else (
+                int(value) if self.integer else float(value))
         except ValueError:
             self.fail(f"{value!r} is not 'auto' or a {'whole ' if self.integer else ''}number",
                       param, ctx)
+        if not np.isfinite(number) or (self.low is not None and number < self.low):
+            self.fail(f"{value!r} must be 'auto' or a number >= {self.low:g}"
+                      if self.low is not None else f"{value!r} is not a finite number",
+                      param, ctx)
+        return number
 
 
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -68,11 +91,14 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Validation file (same columns). Default: hold out --val-fraction."),
         click.option("--test", "test_path", type=click.Path(path_type=Path),
                      help="Test file for an honest before/after score (optional)."),
-        click.option("--val-fraction", type=float, default=DEFAULT_VAL_FRACTION,
+        click.option("--val-fraction", type=click.FloatRange(0, 1, min_open=True,
+                                                             max_open=True),
+                     default=DEFAULT_VAL_FRACTION,
                      show_default=True,
                      help="Without --val: share of TRAIN's rows held out for validation "
                      "(stratified by class for classification)."),
-        click.option("--test-fraction", type=float, default=DEFAULT_TEST_FRACTION,
+        click.option("--test-fraction", type=click.FloatRange(0, 1, max_open=True),
+                     default=DEFAULT_TEST_FRACTION,
                      show_default=True,
                      help="Without --val and --test: share of TRAIN's rows held out for the "
                      "test curve and score; 0 values more rows but then the after score is "
@@ -81,8 +107,14 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Default: inferred from the target (text or <= 20 whole-number "
                      "values: classification), and said so."),
         click.option("--model", default=DEFAULT_MODEL, show_default=True,
-                     help=f"One of {', '.join(sorted(MODELS))}, or package.module:Class."),
-        click.option("--params", help='Model parameters as JSON, e.g. \'{"max_depth": 3}\'.'),
+                     help=f"One of {', '.join(sorted(MODELS))}, or an estimator class "
+                     "package.module:Class from "
+                     f"{', '.join(ALLOWED_PACKAGES)} (or --allow-import)."),
+        click.option("--params", help='Model parameters as a JSON object of numbers, text, '
+                     'true/false, null or lists, e.g. \'{"max_depth": 3}\'.'),
+        click.option("--allow-import", "allow_import", multiple=True, metavar="PACKAGE",
+                     help="Also allow --model classes from this package (importing it runs "
+                     "its code: only for packages you trust). Repeatable."),
         click.option("--metric", help="Default: accuracy (classification), neg_mae "
                      "(regression); or any scikit-learn scorer name."),
         click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
@@ -91,18 +123,29 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      "--metric; tdoob: thresholding Data-OOB."),
         click.option("--tau", type=AutoOr(), default="auto", show_default=True,
                      help="Threshold in metric units; auto: -eps."),
-        click.option("--eps", type=AutoOr(), default="auto", show_default=True,
+        click.option("--eps", type=AutoOr(low=0), default="auto", show_default=True,
                      help=f"Precision in metric units; auto: {DEFAULT_EPS_FACTOR:g} x spread "
                      "of the first pulls."),
-        click.option("--k", type=AutoOr(integer=True), default="auto", show_default=True,
+        click.option("--k", type=AutoOr(integer=True, low=1), default="auto", show_default=True,
                      help="Rows valued per chain; auto: min(50, N // 3)."),
-        click.option("--n-min", type=AutoOr(integer=True), default="auto", show_default=True,
+        click.option("--n-min", type=AutoOr(integer=True, low=0), default="auto",
+                     show_default=True,
                      help="Smallest prefix; auto: min(100, N // 3)."),
         click.option("--max-iter", type=click.IntRange(min=0), default=DEFAULT_MAX_ITER,
                      show_default=True, help="Rounds after every row was pulled once."),
-        click.option("--time-budget", type=click.FloatRange(min=0),
-                     help="Stop valuing after this many seconds."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--time-budget", type=click.FloatRange(min=0, min_open=True),
+                     help="Stop valuing after this many seconds (refused up front when the "
+                     "first pass over the rows alone would take longer)."),
+        click.option("--max-failed-fraction", type=click.FloatRange(0, 1),
+                     default=DEFAULT_MAX_FAILED_FRACTION, show_default=True,
+                     help="Stop with an error when more than this share of the valuation's "
+                     "(or the cleansing's) fits fail."),
+        click.option("--checkpoint-every", type=click.FloatRange(min=0), default=10.0,
+                     show_default=True, metavar="SECONDS",
+                     help=f"Save the run's state to OUT/{CHECKPOINT_NAME} this often (0: every "
+                     "round); the first save follows the first pass over the rows."),
+        click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0,
+                     show_default=True),
         click.option("--cut", type=click.Choice(["one-se", "paper"]), default="one-se",
                      show_default=True,
                      help="How many rows cleansing removes. one-se: only when the validation "
@@ -115,7 +158,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Fill missing feature values: median (numbers), most frequent level "
                      "(text), of the training rows."),
         click.option("--out", type=click.Path(path_type=Path), default=Path("tdshap-out"),
-                     show_default=True, help="Output folder."),
+                     show_default=True, help="Output folder: a new one, or one holding only "
+                     "an earlier run's outputs (listed in its .tdshap-manifest.json)."),
+        click.option("--force", is_flag=True,
+                     help="Write into an --out that holds other files too (outputs replace "
+                     "files of the same names; input files are never written)."),
         click.option("--resume", is_flag=True,
                      help=f"Continue the run saved in OUT/{CHECKPOINT_NAME} (every run saves "
                      "its state there as it goes) with the same data and settings; a larger "
@@ -130,35 +177,6 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
 CHECKPOINT_NAME = "run.tdshap"
 
 
-def _check_out(out: Path) -> None:
-    """Fail before any work when ``out`` could not be written."""
-    if out.exists():
-        if not out.is_dir():
-            raise ValueError(f"output folder {out} is a file: choose another --out.")
-        probe = out
-    else:
-        probe = out.parent
-        while not probe.exists() and probe != probe.parent:
-            probe = probe.parent
-        if not probe.is_dir():
-            raise ValueError(f"output folder {out} is not writable: {probe} is a file.")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"output folder {out} is not writable (no write permission on "
-                         f"{probe}): choose another --out.")
-
-
-def _publish(tmp: Path, out: Path) -> None:
-    """Move complete outputs into ``out``: each file appears whole or not at all."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for f in sorted(tmp.iterdir()):
-            part = out / f".{f.name}.partial"
-            shutil.copyfile(f, part)
-            os.replace(part, out / f.name)
-    except OSError as err:
-        raise ValueError(f"output folder {out} is not writable: {err.strerror}.") from None
-
-
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
     for col, label in ((target, "target"), (id_column, "id")):
@@ -167,6 +185,16 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
                              f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''}).")
     if id_column is not None:
+        ids = frame[id_column]
+        if ids.isna().any():
+            row = int(np.flatnonzero(ids.isna().to_numpy())[0])
+            raise ValueError(f"id column {id_column!r} of {what} {path} has {int(ids.isna().sum())}"
+                             f" missing ids (first at data row {row}): give every row an id.")
+        if ids.duplicated().any():
+            dup = ids[ids.duplicated()].iloc[0]
+            raise ValueError(f"id column {id_column!r} of {what} {path} repeats ids (e.g. "
+                             f"{dup!r}, {int(ids.duplicated().sum())} repeats): ids must be "
+                             "unique.")
         frame = frame.set_index(id_column)
     else:
         frame = frame.set_axis(pd.RangeIndex(len(frame), name="row"))
@@ -204,19 +232,51 @@ def _write_outputs(run_: HarmfulRun, tmp: Path, train_path: Path, frame: pd.Data
     return [*written, "report.md"]
 
 
+class OneLineCommand(click.Command):
+    """A command whose option errors are one ``Error:`` line too (no usage text)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            raise InputError(" ".join(f"{err.format_message()} (see --help)".split())) \
+                from None
+
+
+def _outputs(do_cleanse: bool, train: Path) -> list[str]:
+    names = ["values.csv", "result.json", "values.png", "report.md"]
+    if do_cleanse:
+        names += ["cleaned" + (".parquet" if is_parquet(train) else ".csv"), "curve.png"]
+    return names
+
+
+def _check_options(opts: dict[str, Any]) -> None:
+    if opts["id_column"] is not None and opts["id_column"] == opts["target"]:
+        raise ValueError(f"--id-column {opts['id_column']!r} is also the --target: the ids "
+                         "name the rows, the target is what the model learns; give two columns.")
+
+
 def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     ctx = click.get_current_context()
     given = {name for name in opts
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
-    out: Path = opts["out"]
-    _check_out(out)
-    checkpoint = out / CHECKPOINT_NAME
-    if opts["resume"] and not checkpoint.is_file():
-        raise ValueError(f"--resume: there is no checkpoint {checkpoint} to continue; run "
-                         "without --resume first (every run saves one in --out).")
+    _check_options(opts)
+    train: Path = opts["train"]
+    inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
+    known = (*_outputs(True, Path("t.csv")), "cleaned.parquet", CHECKPOINT_NAME)
+    folder = OutputFolder(opts["out"], force=opts["force"], keep=(CHECKPOINT_NAME,),
+                          known=known)
+    folder.check(inputs, _outputs(do_cleanse, train))
+    checkpoint = folder.real / CHECKPOINT_NAME
+    if opts["resume"]:
+        if not checkpoint.is_file():
+            raise ValueError(f"--resume: there is no checkpoint {opts['out'] / CHECKPOINT_NAME} "
+                             "to continue; run without --resume first (every run saves one "
+                             "in --out).")
+        read_checkpoint(checkpoint)  # not a checkpoint at all: refused before any work
     params = parse_params(opts["params"])
     target, id_col = opts["target"], opts["id_column"]
-    frame, X, y = _read(opts["train"], target, id_col, "training file", None)
+    frame, X, y = _read(train, target, id_col, "training file", None)
     others: dict[str, Any] = {}
     for key in ("val", "test"):
         path = opts[f"{key}_path"]
@@ -230,40 +290,88 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                    seed=opts["seed"])
     options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
                             opts["max_iter"], opts["time_budget"])
-    run_ = run(data, opts["model"], params=params, metric=opts["metric"], options=options,
-               seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,
-               checkpoint=checkpoint, resume=opts["resume"], method=opts["method"],
-               cut=opts["cut"].replace("-", "_"))
-    inputs = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
-              "train": str(opts["train"]), "target": target}
-    inputs.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})
-    with tempfile.TemporaryDirectory(prefix="tdshap-out-") as tmp:
-        written = _write_outputs(run_, Path(tmp), opts["train"], frame, inputs)
-        _publish(Path(tmp), out)
+    checked = plan(data, opts["model"], params=params, metric=opts["metric"], options=options,
+                   seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"],
+                   given=given, checkpoint=checkpoint, checkpoint_every=opts["checkpoint_every"],
+                   resume=opts["resume"], allow_import=tuple(opts["allow_import"]),
+                   max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
+                   cut=opts["cut"].replace("-", "_"))
+    click.echo(checked.estimate.line(opts["time_budget"]))
+    about = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
+             "train": str(train), "target": target}
+    about.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})
+    folder.claim()
+    try:
+        run_ = execute(checked)
+        written = folder.publish(
+            lambda tmp: _write_outputs(run_, tmp, train, frame, about), about)
+    finally:
+        folder.release()
     click.echo(text_report(run_, n_worst=5))
-    click.echo(f"wrote {', '.join(written)} to {out.resolve()}")
+    click.echo(f"wrote {', '.join(written)} to {folder.real}")
+
+
+def _flags(err: ValueError) -> str:
+    """The message with the library's parameter names shown as this command's options."""
+    text = str(err)
+    for name in getattr(err, "params", ()):
+        text = text.replace(f"`{name}`", FLAGS.get(name, name))
+    return re.sub(r"`([^`]*)`", r"\1", text)
+
+
+@contextmanager
+def _collected_warnings() -> Iterator[Counter[str]]:
+    """Warnings counted by message instead of printed: an error folds them into its line."""
+    seen: Counter[str] = Counter()
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        seen[f"{category.__name__}: {str(message).splitlines()[0] if str(message) else ''}"] += 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        yield seen
+
+
+def _warning_note(seen: Counter[str]) -> str:
+    if not seen:
+        return ""
+    shown = "; ".join(f"{m}{f' ({n} times)' if n > 1 else ''}" for m, n in seen.most_common(3))
+    return f" (warnings on the way: {shown}{'; ...' if len(seen) > 3 else ''})"
 
 
 def _command(do_cleanse: bool) -> Callable[..., None]:
     def body(**opts: Any) -> None:
-        try:
-            _execute(do_cleanse, opts)
-        except ValueError as err:
-            # the message already names the problem and the fix; no traceback
-            raise InputError(" ".join(str(err).split())) from None
+        with _collected_warnings() as seen:
+            try:
+                _execute(do_cleanse, opts)
+            except ValueError as err:
+                # the message already names the problem and the fix; no traceback
+                message = _flags(err)
+            except OSError as err:
+                where = f" {err.filename}" if err.filename else ""
+                message = f"cannot read or write{where}: {err.strerror or err}."
+            except Exception as err:  # never a traceback: say what happened, once
+                message = (f"unexpected {type(err).__name__}: {err} (please report this "
+                           "with the command that caused it).")
+            else:
+                for line, n in seen.most_common(5):
+                    click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
+                return
+        raise InputError(" ".join((message + _warning_note(seen)).split())) from None
 
     return body
 
 
 clean = click.command(
-    "clean",
+    "clean", cls=OneLineCommand,
     help="Value every training row of TRAIN, remove the ones that hurt, write the cleaned file.\n\n"
     "Writes values.csv, cleaned.csv (cleaned.parquet for Parquet input), curve.png, values.png, "
     "report.md and result.json to --out.",
 )(_options(_command(True)))
 
 value = click.command(
-    "value",
+    "value", cls=OneLineCommand,
     help="Value every training row of TRAIN (no cleansing): values.csv, values.png, report.md, "
     "result.json in --out.",
 )(_options(_command(False)))

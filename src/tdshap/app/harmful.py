@@ -15,17 +15,14 @@ full control.
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tdshap.app.models import DEFAULT_MODEL, build_model, describe
+from tdshap.app.plan import run
 from tdshap.app.report import text_report
-from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, Setting, TDShapOptions
+from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
 from tdshap.app.tabular import (
     TableEncoder,
     check_same_columns,
@@ -33,11 +30,6 @@ from tdshap.app.tabular import (
     holdout_split,
     infer_task,
 )
-from tdshap.app.valuer import make_valuer
-from tdshap.cleansing import cleanse
-from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
-from tdshap.methods.apt.sampling import check_block_size
-from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
 DEFAULT_VAL_FRACTION = 0.25
 DEFAULT_TEST_FRACTION = 0.25
@@ -128,159 +120,44 @@ def prepare(
     )
 
 
-def _auto_note(value: Any, rule: str) -> str:
-    return rule if value == "auto" else "given"
+class HarmfulRows:
+    """What ``find_harmful`` returns: the per-row table, the run behind it, a report.
 
-
-def run(
-    data: PreparedData,
-    model: Any = None,
-    *,
-    params: dict[str, Any] | None = None,
-    metric: str | None = None,
-    options: TDShapOptions | None = None,
-    seed: int = 0,
-    do_cleanse: bool = True,
-    progress: bool = False,
-    given: set[str] | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    method: str = "auto",
-    cut: str = "one_se",
-) -> HarmfulRun:
-    """Value ``data``'s training rows (``method``: see :mod:`tdshap.app.valuer`) and cleanse.
-
-    ``model`` is a registry name, an import path or an estimator (``None``:
-    the registry's default); ``given`` names the settings the user chose
-    (the report marks the others as defaults). ``checkpoint`` is a file the
-    valuation saves its state to as it goes; ``resume=True`` continues the
-    run saved there (see :class:`tdshap.TDShap`). ``cut`` is the cleansing
-    rule (:func:`~tdshap.cleanse`): ``"one_se"`` removes rows only on evidence
-    beyond the validation noise, ``"paper"`` takes the best validation score.
-    """
-    check_rule(cut)
-    start = time.perf_counter()
-    given = set(given or ())
-    o = options or TDShapOptions()
-    if model is None or isinstance(model, str):
-        model_name = model or DEFAULT_MODEL
-        estimator = build_model(model_name, data.task, params, len(data.y_train))
-        model_about = describe(model_name)
-    else:
-        estimator, model_name, model_about = model, type(model).__name__, "given estimator"
-    if metric is None:
-        metric = "accuracy" if data.task == "classification" else "neg_mae"
-    n = len(data.y_train)
-    valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
-                         {"checkpoint": checkpoint, "resume": True if resume else None})
-    tdshap = valuer.estimator
-    if resume and valuer.method != "tdshap":
-        raise ValueError("resume: only TDShap runs are checkpointed (a thresholding Data-OOB "
-                         "run is short); rerun without resume, or choose method 'tdshap'.")
-    k_used = n_min_used = None
-    if valuer.method == "tdshap":
-        k_used, n_min_used = tdshap.block_sizes(n)
-        try:
-            check_block_size(n, k_used, n_min_used)
-        except ValueError:
-            raise ValueError(
-                f"the training part has N={n} rows, too few for n_min={n_min_used} and "
-                f"k={k_used} (needs N >= n_min + k = {n_min_used + k_used}): lower "
-                "--n-min/--k or use more rows."
-            ) from None
-        if checkpoint is not None:
-            Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
-    tdshap.fit(data.X_train, data.y_train, data.X_val, data.y_val)
-    result = tdshap.result_
-    if k_used is None:  # thresholding Data-OOB: K held-out arms per bag, no prefixes
-        k_used = tdshap.k_
-    cleansing = None
-    if do_cleanse:
-        cleansing = cleanse(result, estimator, data.X_train, data.y_train, data.X_val,
-                            data.y_val, data.X_test, data.y_test, metric=metric,
-                            random_state=seed, rule=cut, n_bootstrap=DEFAULT_N_BOOTSTRAP)
-    settings = {
-        "task": Setting(data.task, data.task_given, data.task_reason),
-        "model": Setting(model_name, "model" in given, model_about if "model" in given else
-                         f"default: {model_about}; exact fast path (no refits), and on "
-                         "untuned data better than the tree (docs/benchmarks.md)"),
-        "params": Setting(params or {}, bool(params), ""),
-        "estimator": Setting(" ".join(repr(estimator).split()), "model" in given,
-                             "what is fitted, defaults resolved"),
-        "metric": Setting(metric, "metric" in given,
-                          "given" if "metric" in given else f"default for {data.task}"),
-        "method": Setting(valuer.method, method != "auto", valuer.why),
-        "valuation_metric": Setting(valuer.metric, "metric" in given,
-                                    "the rows are valued with it; cleansing and scores use "
-                                    "the metric above"),
-        **_method_settings(valuer.method, tdshap, o, given, k_used, n_min_used),
-        "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
-        "seed": Setting(seed, "seed" in given, ""),
-    }
-    if do_cleanse:
-        settings["cut"] = Setting(cut, "cut" in given, "given" if "cut" in given else
-                                  "default: remove rows only when the validation gain beats "
-                                  "two bootstrap SEs, and only rows credibly below tau")
-    return HarmfulRun(data, model_name, estimator, metric, settings, result, cleansing,
-                      time.perf_counter() - start)
-
-
-def _method_settings(method: str, valuer: Any, o: TDShapOptions, given: set[str],
-                     k_used: int, n_min_used: int | None) -> dict[str, Setting]:
-    """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
-    if method == "tdoob":
-        return {
-            "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
-                o.tau, "auto: chance (1 / classes) for classifiers; for regression 2 robust "
-                "sd below the median out-of-bag score")),
-            "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
-                o.eps, "auto: 0.3 x the robust spread of the first out-of-bag scores")),
-            "k": Setting(k_used, o.k != "auto", _auto_note(
-                o.k, "auto: min(50, N // 10) rows held out of every bag")),
-            "n_min": Setting(None, False, "not used by thresholding Data-OOB"),
-            "max_iter": Setting(valuer.max_iter, "max_iter" in given, "given"
-                                if "max_iter" in given else "default: bags after the first "
-                                "pass"),
-        }
-    return {
-        "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
-            o.tau, "auto: -eps, so a row is harmful only when its value is below 0 by eps")),
-        "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
-            o.eps, f"auto: {DEFAULT_EPS_FACTOR:g} x the robust spread (1.4826 MAD) of the "
-            "first marginals")),
-        "k": Setting(k_used, o.k != "auto", _auto_note(
-            o.k, "auto: min(50, N // 3) rows valued per chain of k + 1 fits")),
-        "n_min": Setting(n_min_used, o.n_min != "auto", _auto_note(
-            o.n_min, "auto: min(100, N // 3), the smallest prefix a marginal is measured on")),
-        "max_iter": Setting(o.max_iter, "max_iter" in given,
-                            "given" if "max_iter" in given else "default: the paper's 50 rounds"),
-    }
-
-
-class HarmfulRows(pd.DataFrame):
-    """The per-row table ``find_harmful`` returns: a DataFrame with :meth:`report`.
-
-    Columns: ``value`` (estimated data Shapley value, metric units),
+    ``table`` is a plain DataFrame, one row per training row, indexed like
+    the user's data: ``value`` (estimated data Shapley value, metric units),
     ``ci_low``/``ci_high`` (95% interval), ``stderr``, ``n_pulls``,
     ``is_harmful`` (value <= tau) and ``removed`` (dropped by the cleansing
-    protocol). The index is the user's. ``.run`` holds the
-    :class:`HarmfulRun` (the ``ValuationResult`` is ``.run.result``).
+    protocol). ``run`` holds the :class:`HarmfulRun` (the ``ValuationResult``
+    is ``run.result``). Column access (``rows["value"]``), ``len`` and the
+    table's attributes (``rows.index``, ``rows.sort_values(...)``) reach
+    ``table``, so code written for the earlier DataFrame subclass keeps
+    working; what they return is a plain pandas object.
     """
 
-    _metadata = ["run"]  # noqa: RUF012 (pandas' subclassing protocol)
-    run: HarmfulRun
-
-    @property
-    def _constructor(self) -> type[HarmfulRows]:
-        return HarmfulRows
+    def __init__(self, table: pd.DataFrame, run: HarmfulRun | None = None) -> None:
+        self.table = table
+        self.run = run
 
     def report(self, n_worst: int = 10) -> None:
         """Print the summary: settings, scores, the worst rows, fits and time, guarantee."""
-        run_ = getattr(self, "run", None)
-        if run_ is None:
-            raise ValueError("this table has no run attached: call report() on the table "
+        if self.run is None:
+            raise ValueError("these rows have no run attached: call report() on what "
                              "find_harmful returned.")
-        print(text_report(run_, n_worst=n_worst))
+        print(text_report(self.run, n_worst=n_worst))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.table[key]
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("table", "run"):
+            raise AttributeError(name)
+        return getattr(self.table, name)
+
+    def __repr__(self) -> str:
+        return f"HarmfulRows({len(self.table)} rows; .table, .run, .report())\n{self.table!r}"
 
 
 def find_harmful(
@@ -350,7 +227,8 @@ def find_harmful(
     Returns
     -------
     HarmfulRows
-        A DataFrame indexed like ``X``'s training rows; call ``.report()``.
+        ``.table``: a DataFrame indexed like ``X``'s training rows; ``.run``:
+        the run; ``.report()`` prints the summary.
     """
     Xf = _as_frame(X, "X")
     yf = _as_series(y, "y", Xf.index)
@@ -376,7 +254,6 @@ def find_harmful(
         given.add("cut")
     options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
     result = run(data, estimator, metric=metric, options=options, seed=random_state,
-                 do_cleanse=cleanse, progress=progress, given=given, method=method, cut=cut)
-    rows = HarmfulRows(result.frame())
-    rows.run = result
-    return rows
+                 do_cleanse=cleanse, progress=progress, given=given, method=method,
+                 cut=cut)
+    return HarmfulRows(result.frame(), result)

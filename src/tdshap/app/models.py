@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sklearn.base import is_classifier
+from sklearn.base import BaseEstimator, is_classifier, is_regressor
+
+from tdshap._validation import ParameterError
 
 TASKS = ("classification", "regression")
 # k-NN: on data nobody tuned (benchmarks/defaults_unseen.py) it scored better than the tree,
@@ -90,63 +91,127 @@ MODELS: dict[str, ModelEntry] = {
 MODELS["svm"] = MODELS["svr"]
 
 
+#: Top-level packages an import path (``--model package.module:Class``) may come from.
+#: Importing a module runs its code, so nothing outside this list (extended by
+#: ``allow=``, the command's ``--allow-import``) is imported to find out what it is.
+ALLOWED_PACKAGES: tuple[str, ...] = ("sklearn", "lightgbm", "xgboost", "catboost", "tdshap")
+
+
+def _json_value(value: Any) -> bool:
+    """A JSON scalar (text, number, true/false, null) or a list of them."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return True
+    return isinstance(value, list) and all(_json_value(v) for v in value)
+
+
 def parse_params(text: str | None) -> dict[str, Any]:
-    """``--params`` JSON: an object of keyword arguments, or a ``ValueError``."""
+    """The model's parameters as a JSON object of scalars and lists, or a ``ParameterError``."""
     if text is None or not text.strip():
         return {}
     try:
         params = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(
-            f"--params is not valid JSON ({err.msg} at character {err.pos}): "
-            'write an object, e.g. --params \'{"max_depth": 3}\'.'
+        raise ParameterError(
+            f"`params` is not valid JSON ({err.msg} at character {err.pos}): "
+            'write an object, e.g. `params` \'{"max_depth": 3}\'.', "params"
         ) from None
     if not isinstance(params, dict):
-        raise ValueError(
-            f"--params must be a JSON object of keyword arguments, got {type(params).__name__}: "
-            'e.g. --params \'{"max_depth": 3}\'.'
+        raise ParameterError(
+            f"`params` must be a JSON object of keyword arguments, got {type(params).__name__}: "
+            'e.g. `params` \'{"max_depth": 3}\'.', "params"
         )
+    check_param_values(params)
     return params
 
 
-def import_class(path: str) -> Callable[..., Any]:
-    """``package.module:Class`` (or ``package.module.Class``) imported, or a ``ValueError``."""
+def check_param_values(params: dict[str, Any]) -> None:
+    """Each value a JSON scalar or list: nothing that could name code to run."""
+    for name, value in params.items():
+        if not _json_value(value):
+            raise ParameterError(
+                f"`params` {name!r}: {type(value).__name__} values are not accepted; give "
+                "numbers, text, true/false, null or lists of them.", "params"
+            )
+
+
+def import_class(path: str, allow: tuple[str, ...] = ()) -> type:
+    """The estimator class named by ``package.module:Class``, or a ``ValueError``.
+
+    Only modules of :data:`ALLOWED_PACKAGES` (and ``allow``) are imported, and
+    only a class is returned: never a function or a module, so that naming a
+    model can never run anything but an estimator's constructor.
+    """
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ValueError(f"model {path!r} is not an import path: write package.module:Class.")
+    if not module_name or not attr or not all(  # a __main__ module runs a program
+        part.isidentifier() and part != "__main__" for part in [*module_name.split("."), attr]
+    ):
+        raise ParameterError(f"model {path!r} is not an import path: write "
+                             "package.module:Class.", "model")
+    package = module_name.split(".")[0]
+    allowed = (*ALLOWED_PACKAGES, *allow)
+    if package not in allowed:
+        raise ParameterError(
+            f"`model` {path!r}: package {package!r} is not one tdshap imports models from "
+            f"({', '.join(allowed)}); to trust it, allow it with `allow_import` "
+            f"{package}.", "model", "allow_import"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise ValueError(f"cannot import module {module_name!r} for model {path!r}: {err}.") \
             from None
     cls = getattr(module, attr, None)
-    if cls is None or not callable(cls):
+    if cls is None:
         raise ValueError(f"module {module_name!r} has no class {attr!r} (model {path!r}).")
+    if not isinstance(cls, type):
+        raise ParameterError(f"`model` {path!r} is a {type(cls).__name__}, not a class: name a "
+                             "scikit-learn estimator class.", "model")
     return cls
 
 
-def _instantiate(cls: Callable[..., Any], params: dict[str, Any], label: str) -> Any:
+def check_estimator_class(cls: type, task: str, label: str) -> None:
+    """Refuse ``cls`` unless it is a scikit-learn estimator class for ``task``.
+
+    Checked on the class and on an instance with default parameters (a
+    scikit-learn constructor only stores its arguments), before the user's
+    parameters are given to it.
+    """
+    if not (issubclass(cls, BaseEstimator) and callable(getattr(cls, "fit", None))
+            and callable(getattr(cls, "predict", None))):
+        raise ParameterError(
+            f"{label} is not a scikit-learn estimator class (one derived from "
+            "sklearn.base.BaseEstimator with fit and predict).", "model")
+    try:
+        probe = cls()
+    except Exception as err:
+        raise ValueError(f"{label} cannot be built with its default parameters: {err}.") \
+            from None
+    wanted = is_classifier if task == "classification" else is_regressor
+    if not wanted(probe):
+        kind = ("a classifier" if is_classifier(probe) else "a regressor"
+                if is_regressor(probe) else "neither a classifier nor a regressor")
+        raise ParameterError(
+            f"{label} is {kind}, but the task is {task}: choose a "
+            f"{'classifier' if task == 'classification' else 'regressor'}.", "model", "task")
+
+
+def _instantiate(cls: type, params: dict[str, Any], label: str) -> Any:
     """``cls(**params)`` after checking each name against the estimator's parameters."""
+    check_param_values(params)
+    known = set(cls._get_param_names())  # type: ignore[attr-defined]
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter {unknown[0]!r} for {label}; its parameters are: "
+            f"{', '.join(sorted(known))}.", "params"
+        )
     try:
-        known = set(cls().get_params(deep=False)) if hasattr(cls, "get_params") else None
-    except TypeError:  # a class that needs arguments: let it check its own
-        known = None
-    if known is not None:
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown parameter {unknown[0]!r} for {label}; its parameters are: "
-                f"{', '.join(sorted(known))}."
-            )
-    try:
-        model = cls(**params)
-    except TypeError as err:
-        raise ValueError(f"cannot build {label} with --params {params}: {err}.") from None
-    if not hasattr(model, "fit") or not hasattr(model, "predict"):
-        raise ValueError(f"{label} is not an estimator: it needs fit and predict methods.")
-    return model
+        return cls(**params)
+    except Exception as err:
+        raise ParameterError(f"cannot build {label} with `params` {params}: {err}.", "params") \
+            from None
 
 
 def describe(name: str) -> str:
@@ -156,12 +221,15 @@ def describe(name: str) -> str:
 
 
 def build_model(
-    name: str, task: str, params: dict[str, Any] | None = None, n_rows: int = 1000
+    name: str, task: str, params: dict[str, Any] | None = None, n_rows: int = 1000,
+    allow: tuple[str, ...] = (),
 ) -> Any:
     """The estimator for ``name`` (registry name or import path) and ``task``.
 
     ``params`` override the registry's defaults; an unknown parameter is a
-    ``ValueError`` that lists the valid ones. ``n_rows``: the number of
+    ``ValueError`` that lists the valid ones. An import path must name an
+    estimator class for ``task`` in an allowed package (:func:`import_class`,
+    ``allow`` adds packages); it is checked before it is built. ``n_rows``: the number of
     training rows, for defaults that scale with it.
     """
     if task not in TASKS:
@@ -170,16 +238,13 @@ def build_model(
     entry = MODELS.get(name)
     if entry is None:
         if ":" not in name and "." not in name:
-            raise ValueError(
+            raise ParameterError(
                 f"unknown model {name!r}: use one of {', '.join(sorted(MODELS))} "
-                "or an import path package.module:Class."
+                "or an import path package.module:Class.", "model"
             )
-        model = _instantiate(import_class(name), params, name)
-        if task == "classification" and not is_classifier(model):
-            # a regressor on labels would score nonsense: say so rather than run
-            if getattr(model, "_estimator_type", None) == "regressor":
-                raise ValueError(f"{name} is a regressor but the task is classification.")
-        return model
+        cls = import_class(name, allow)
+        check_estimator_class(cls, task, name)
+        return _instantiate(cls, params, name)
     target = entry.target(task)
     if target is None:
         other = "regression" if task == "classification" else "classification"
@@ -187,5 +252,4 @@ def build_model(
     defaults = {k: v(n_rows) if callable(v) else v
                 for k, v in entry.defaults.get(task, {}).items()}
     merged = {**defaults, **params}
-    model = _instantiate(import_class(target), merged, f"{name} ({target.split(':')[1]})")
-    return model
+    return _instantiate(import_class(target), merged, f"{name} ({target.split(':')[1]})")

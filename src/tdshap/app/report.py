@@ -144,6 +144,25 @@ def cost_line(run: HarmfulRun) -> str:
             f"{_stopped_by(r)}; cleansing {grid} fits; total {run.seconds:.1f} s")
 
 
+def failures_line(run: HarmfulRun) -> str:
+    """Fits that raised and were scored by the fallback, per stage, and the first error."""
+    r, c = run.result, run.cleansing
+    parts = [f"valuation {int(r.extra.get('n_failed_fits', 0)):,} of {r.n_fits:,} fits"]
+    first = r.extra.get("first_error")
+    if c is not None:
+        parts.append(f"cleansing {c.extra.get('n_failed_fits', 0):,} of "
+                     f"{c.extra.get('n_fits', len(c.grid)):,} fits")
+        first = first or c.extra.get("first_error")
+    return ("failed fits (scored by the fallback): " + ", ".join(parts)
+            + (f"; first error: {first}" if first else ""))
+
+
+def estimate_line(run: HarmfulRun) -> str | None:
+    """The cost estimate printed before the run, if one was made."""
+    estimate = run.extra.get("estimate")
+    return None if estimate is None else estimate.line(run.settings["time_budget"].value)
+
+
 def guarantee_rows(run: HarmfulRun) -> list[tuple[str, str, str, str, str]]:
     """``(width from, width, pulls needed, met, failure bound)``."""
     g = run.result.guarantee or {}
@@ -193,6 +212,7 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         if overfit_warning(run):
             lines.append(str(overfit_warning(run)))
     lines.append(cost_line(run))
+    lines.append(failures_line(run))
     if run.result.guarantee:  # Theorem 2 is about Shapley marginals: TDShap only
         pulls = run.result.guarantee.get("pulls", 0)
         lines.append(f"guarantee (Theorem 2), {pulls:,} pulls made:")
@@ -268,7 +288,9 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
                                        strict=True)])
     )
     parts.append(
-        "## Fits and time\n" + cost_line(run) + ".\n\nPulls per row: "
+        "## Fits and time\n" + cost_line(run) + ".\n\n" + failures_line(run) + ".\n\n"
+        + (f"Before the run, {estimate_line(run)}.\n\n" if estimate_line(run) else "")
+        + "Pulls per row: "
         + ", ".join(f"{k} {_fmt(v, 3)}" for k, v in (r.extra.get("pulls_spread") or {}).items())
     )
     if r.guarantee:

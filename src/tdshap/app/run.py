@@ -70,15 +70,8 @@ class HarmfulRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def frame(self) -> pd.DataFrame:
-        """One row per training row: value, interval, pulls, harmful, removed."""
-        r = self.result
-        out = pd.DataFrame(
-            {"value": r.values, "ci_low": r.ci_low, "ci_high": r.ci_high,
-             "stderr": r.stderr, "n_pulls": r.counts, "is_harmful": r.is_harmful},
+        """One row per training row (:meth:`ValuationResult.to_dataframe`), the user's index."""
+        return self.result.to_dataframe(
             index=self.data.train_index,
+            removed=None if self.cleansing is None else self.cleansing.removed,
         )
-        if self.cleansing is not None:
-            removed = np.zeros(len(out), dtype=bool)
-            removed[self.cleansing.removed] = True
-            out["removed"] = removed
-        return out

@@ -43,6 +43,8 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
+from tdshap._validation import ParameterError
+
 MAX_LEVELS = 20
 MAX_CLASSES = 20
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -169,17 +171,22 @@ def check_target(y: pd.Series, task: str) -> np.ndarray:
     name = y.name
     if y.isna().any():
         first = int(np.flatnonzero(y.isna().to_numpy())[0])
-        raise ValueError(
+        raise ParameterError(
             f"target column {name!r} has {int(y.isna().sum())} missing values (first at data "
-            f"row {first}); drop those rows (--impute never fills the target)."
+            f"row {first}); drop those rows (`impute` never fills the target).", "impute"
         )
     if task == "regression":
         if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
-            raise ValueError(
+            raise ParameterError(
                 f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
-                "regression: use --task classification or a numeric target."
+                "regression: use `task` classification or a numeric target.", "task"
             )
-        return y.to_numpy(dtype=float)
+        values = y.to_numpy(dtype=float)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            raise ValueError(f"target column {name!r} has {values[bad[0]]} in row "
+                             f"{y.index[bad[0]]}: drop that row or give a finite value.")
+        return values
     if y.nunique() < 2:
         raise ValueError(
             f"target column {name!r} has a single class ({y.iloc[0]!r}): classification "
@@ -228,6 +235,7 @@ class TableEncoder:
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
             num = X[self.numeric_].astype(float)
+            _check_finite(num)
             if self.impute:  # fitted even without NaN here: held-out rows may have some
                 self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
                 self._num_imputer.fit(num.to_numpy())
@@ -235,8 +243,15 @@ class TableEncoder:
                     self.numeric_, self._num_imputer.statistics_, num.isna().any(), strict=True)
                     if miss})
             filled = self._fill_numbers(num.to_numpy())
-            self.mean_ = filled.mean(axis=0)
-            std = filled.std(axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.mean_ = filled.mean(axis=0)
+                std = filled.std(axis=0)
+            for c, m, sd in zip(self.numeric_, self.mean_, std, strict=True):
+                if not (np.isfinite(m) and np.isfinite(sd)):
+                    raise ValueError(
+                        f"column {c!r} has values too large to standardise (up to "
+                        f"{np.nanmax(np.abs(num[c].to_numpy())):.3g}): rescale it, e.g. "
+                        "to other units or a logarithm.")
             self.scale_ = np.where(std > 0, std, 1.0)  # a constant column stays constant
         if self.categorical_:
             cat = X[self.categorical_].astype(object)
@@ -271,10 +286,9 @@ class TableEncoder:
         if len(bad):
             col = bad.index[0]
             more = f" (and {len(bad) - 1} more columns)" if len(bad) > 1 else ""
-            raise ValueError(
+            raise ParameterError(
                 f"column {col!r} has {int(bad.iloc[0])} missing values{more}: fill them, or "
-                "pass --impute (median for numbers, most frequent level for text; "
-                "impute=True in Python)."
+                "pass `impute` (median for numbers, most frequent level for text).", "impute"
             )
 
     def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
@@ -291,8 +305,17 @@ class TableEncoder:
         self._check_missing(X)
         parts = []
         if self.numeric_:
-            num = self._fill_numbers(X[self.numeric_].astype(float).to_numpy())
-            parts.append((num - self.mean_) / self.scale_)
+            raw = X[self.numeric_].astype(float)
+            _check_finite(raw)
+            num = self._fill_numbers(raw.to_numpy())
+            with np.errstate(over="ignore", invalid="ignore"):
+                scaled = (num - self.mean_) / self.scale_
+            if not np.isfinite(scaled).all():
+                pos, col = (int(v[0]) for v in np.nonzero(~np.isfinite(scaled)))
+                raise ValueError(
+                    f"column {self.numeric_[col]!r} has a value too large to standardise in "
+                    f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
+            parts.append(scaled)
         if self.categorical_:
             cat = X[self.categorical_].astype(object)
             parts.append(self._onehot.transform(self._filled_text(cat)))
@@ -312,6 +335,17 @@ class TableEncoder:
         return "; ".join(lines)
 
 
+def _check_finite(num: pd.DataFrame) -> None:
+    """Refuse inf in a numeric column, naming the column and the row (its label)."""
+    values = num.to_numpy()
+    bad = np.isinf(values)
+    if bad.any():
+        pos, col = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(
+            f"column {num.columns[col]!r} has {values[pos, col]} in row {num.index[pos]}: "
+            "replace it with a finite value or drop the row.")
+
+
 # -- holding rows out ---------------------------------------------------------
 def holdout_split(
     y: np.ndarray, fractions: tuple[float, float], classification: bool, seed: int
@@ -323,17 +357,18 @@ def holdout_split(
     """
     val_f, test_f = fractions
     if not 0 < val_f < 1 or not 0 <= test_f < 1 or val_f + test_f >= 1:
-        raise ValueError(
-            f"--val-fraction {val_f} and --test-fraction {test_f} must be in (0, 1) and [0, 1) "
-            "with a sum below 1."
+        raise ParameterError(
+            f"`val_fraction` {val_f} and `test_fraction` {test_f} must be in (0, 1) and [0, 1) "
+            "with a sum below 1.", "val_fraction", "test_fraction"
         )
     rows = np.arange(len(y))
     n_hold = round((val_f + test_f) * len(y))
     n_val = round(val_f * len(y))
     if n_val < 1 or len(y) - n_hold < 2 or (test_f > 0 and n_hold - n_val < 1):
-        raise ValueError(
+        raise ParameterError(
             f"{len(y)} rows are too few to hold out {val_f:g} for validation"
-            + (f" and {test_f:g} for test" if test_f else "") + ": use more rows or pass --val."
+            + (f" and {test_f:g} for test" if test_f else "")
+            + ": use more rows or give validation rows (`X_val`).", "X_val"
         )
     stratify = classification and bool(np.min(np.unique(y, return_counts=True)[1]) >= 3)
 

@@ -196,12 +196,13 @@ class ThresholdingOOB(BaseValuation):
         try:
             model.fit(utility.X[bag], utility.y[bag])
             rewards = row_scores(model, utility.X[out], utility.y[out], self.metric_)
-        except Exception:
+        except Exception as err:
             utility.n_fits += 1
             utility.fit_seconds += time.perf_counter() - started
             if self.on_error == "raise":
                 raise
-            utility.n_fallbacks += 1
+            utility.record_failure(err)
+            utility.n_fallbacks += 1  # the bag is skipped: its rows get no reward
             return
         utility.n_fits += 1
         utility.n_evaluations += 1

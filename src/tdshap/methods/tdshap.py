@@ -15,6 +15,7 @@ from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.guarantee import guarantee_report
 from tdshap.methods.apt.sampling import check_block_size, initial_blocks, sample_chain
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
+from tdshap.methods.checkpoint.files import CheckpointError, plan_resume
 from tdshap.methods.checkpoint.mixin import CheckpointedValuation
 from tdshap.methods.progress import RunProgress
 from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
@@ -246,7 +247,12 @@ class TDShap(CheckpointedValuation):
         """A fresh run, or the one saved in the checkpoint to resume."""
         saved = self._load(utility)
         if saved is not None:
-            return TDShapRun.restore(*saved, utility, self._stop)
+            try:
+                return TDShapRun.restore(*saved, utility, self._stop, expect={
+                    "k": self.k_, "n_blocks": self.n_blocks, "max_iter": self.max_iter})
+            except CheckpointError as err:
+                raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
+                    from None
         auto = "auto" in (self.tau, self.eps)
         tau, eps = (0.0, 0.0) if auto else (float(self.tau), float(self.eps))
         state = APTState(utility.n, tau, eps)
@@ -294,6 +300,8 @@ class TDShap(CheckpointedValuation):
                                                        self.eps_factor)
                 run.thresholds_set = True
                 run.commit()
+            # the first checkpoint: a run killed from here on keeps its initialisation
+            self._save(saver, utility, run, stop, now=True)
             self.tau_, self.eps_ = state.tau, state.eps
             while True:
                 run.mark(utility, stop)

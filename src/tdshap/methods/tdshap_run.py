@@ -6,13 +6,15 @@ blocks and how many are done, and whether the ``"auto"`` thresholds are set.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 import numpy as np
 
 from tdshap.methods.apt.bandit import APTState
-from tdshap.methods.checkpoint.run_state import ResumableRun
+from tdshap.methods.checkpoint.files import CheckpointError
+from tdshap.methods.checkpoint.run_state import ResumableRun, whole
 
 
 @dataclass
@@ -36,6 +38,39 @@ class TDShapRun(ResumableRun):
 
     def saved_arrays(self) -> dict[str, np.ndarray]:
         return {"init_order": self.init_order}
+
+    @classmethod
+    def validate(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], n: int,
+                 expect: dict[str, Any]) -> None:
+        """Also: the initial order is a permutation, progress and pulls agree with the settings.
+
+        Every arm is pulled once by the initial blocks and every round pulls
+        ``min(n_blocks * k, N)`` arms, so the pull counts must add up to
+        ``min(init_done * k, N) + rounds * min(n_blocks * k, N)``.
+        """
+        super().validate(meta, arrays, n, expect)
+        k = whole(meta, "k", 1, n)
+        if "k" in expect and k != expect["k"]:
+            raise CheckpointError(f"field 'k' is {k}, but the run uses k={expect['k']}")
+        blocks = math.ceil(n / k)
+        if whole(meta, "n_init_blocks", blocks, blocks) != blocks:
+            raise CheckpointError("field 'n_init_blocks' does not match N and k")
+        done = whole(meta, "init_done", 0, blocks)
+        rounds = int(meta["rounds"])
+        if not isinstance(meta.get("thresholds_set"), bool):
+            raise CheckpointError("field 'thresholds_set' is not true/false")
+        order = arrays.get("init_order")
+        if order is None or order.ndim != 1 or order.dtype.kind not in "iu" or \
+                not np.array_equal(np.sort(order), np.arange(n)):
+            raise CheckpointError(f"array 'init_order' is not an order of the {n} rows")
+        if rounds and done < blocks:
+            raise CheckpointError(f"{rounds} rounds saved before the initial blocks were done")
+        per_round = min(int(expect.get("n_blocks", 1)) * k, n)
+        pulls = min(done * k, n) + rounds * per_round
+        total = int(np.sum(arrays["counts"]))
+        if total != pulls:
+            raise CheckpointError(f"the pull counts add up to {total}, but {done} initial "
+                                  f"blocks and {rounds} rounds make {pulls}")
 
     @classmethod
     def from_saved(cls, state: APTState, rng: np.random.Generator, meta: dict[str, Any],

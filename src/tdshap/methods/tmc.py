@@ -64,6 +64,7 @@ import numpy as np
 
 from tdshap._validation import check_number
 from tdshap.methods.apt.bandit import APTState
+from tdshap.methods.checkpoint.files import CheckpointError, plan_resume
 from tdshap.methods.checkpoint.mixin import CheckpointedValuation
 from tdshap.methods.checkpoint.run_state import ResumableRun
 from tdshap.methods.progress import RunProgress
@@ -237,7 +238,11 @@ class TMCShapley(CheckpointedValuation):
         if saved is None:
             run = ResumableRun(APTState(n, 0.0, 0.0), rng)  # only its moments are used
         else:
-            run = ResumableRun.restore(*saved, utility, stop)
+            try:
+                run = ResumableRun.restore(*saved, utility, stop)
+            except CheckpointError as err:
+                raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
+                    from None
         start = time.perf_counter() - run.elapsed
         full_score = utility(np.arange(n))  # V(D): the truncation target (cached on resume)
         truncation = None

@@ -55,6 +55,7 @@ OnError = Literal["raise", "fallback"]
 #: :attr:`Utility.counter_names`.
 COUNTERS: tuple[str, ...] = (
     "n_fits", "n_evaluations", "n_cache_hits", "n_fallbacks", "n_truncated", "fit_seconds",
+    "n_failed_fits",
 )
 SeedMode = Literal["chain", "run", "fit"]
 SEED_MODES: tuple[str, ...] = ("chain", "run", "fit")
@@ -193,6 +194,17 @@ class _ConstantModel(BaseEstimator):
         return np.full(len(X), 1.0 if positive else -1.0)
 
 
+def fallback_model(labels: np.ndarray, classes: np.ndarray | None) -> Any:
+    """The fallback's best constant predictor for ``labels`` (``classes`` for classifiers)."""
+    return _ConstantModel(_constant_prediction(labels, classes is not None), classes)
+
+
+def describe_error(err: BaseException) -> str:
+    """One line naming an estimator's error: its type and the first line of its message."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
 class Utility:
     """V(S) for one estimator, metric, training set and validation set.
 
@@ -253,6 +265,9 @@ class Utility:
         self.n_cache_hits = 0
         self.n_truncated = 0
         self.fit_seconds = 0.0
+        # fits that raised (scored by the fallback): an application may stop a run with many
+        self.n_failed_fits = 0
+        self.first_error: str | None = None
 
     @property
     def n(self) -> int:
@@ -281,8 +296,13 @@ class Utility:
     def fallback_score(self, idx: np.ndarray) -> float:
         """Score of the best constant prediction for subset ``idx`` (see module doc)."""
         labels = self.y[idx] if len(idx) else self.y
-        model = _ConstantModel(_constant_prediction(labels, self.classifier), self._classes)
-        return self.metric.score(model, self.X_val, self.y_val)
+        return self.metric.score(fallback_model(labels, self._classes), self.X_val, self.y_val)
+
+    def record_failure(self, err: Exception) -> None:
+        """Count a fit that raised and keep the first error (scored by the fallback)."""
+        self.n_failed_fits += 1
+        if self.first_error is None:
+            self.first_error = describe_error(err)
 
     def _fit_score(self, model: Any, idx: np.ndarray) -> float:
         if len(idx) == 0:
@@ -295,11 +315,12 @@ class Utility:
         try:
             model.fit(X, y)
             score = self.metric.score(model, self.X_val, self.y_val)
-        except Exception:
+        except Exception as err:
             self.fit_seconds += time.perf_counter() - start
             self.n_fits += 1
             if self.on_error == "raise":
                 raise
+            self.record_failure(err)
             self.n_fallbacks += 1
             return self.fallback_score(idx)
         self.fit_seconds += time.perf_counter() - start
@@ -424,5 +445,6 @@ class Utility:
         """Counters for the result (fits, evaluations, cache hits, seconds) and the seed mode."""
         return {
             **self.counters(),
+            "first_error": self.first_error,
             "seed_mode": self.seed_mode if self.seeded else "none (estimator has no random_state)",
         }

@@ -14,7 +14,7 @@ progress bar, checkpoint path and period) and the budget (``max_iter``,
 ``time_budget``) are not part of the fingerprint, so a run can be resumed
 with more workers or extended with a larger budget.
 
-:func:`checkpoint_info` reads what a command-line ``--resume`` needs to show.
+:func:`checkpoint_info` reads what an application shows before it resumes a run.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ from tdshap.utility.base import Utility
 FORMAT = "tdshap.Checkpoint"
 FORMAT_VERSION = 1
 _META = "__meta__"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run."""
 
 
 def data_fingerprint(*arrays: np.ndarray) -> str:
@@ -73,11 +77,12 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
             arrays = {k: npz[k] for k in npz.files}
         meta = json.loads(arrays.pop(_META).tobytes().decode())
     except Exception as exc:
-        raise ValueError(f"{path} is not a tdshap checkpoint ({exc}).") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a tdshap checkpoint (format {meta.get('format')!r}).")
+        raise CheckpointError(f"{path} is not a tdshap checkpoint ({exc}).") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise CheckpointError(f"{path} is not a tdshap checkpoint (format {found!r}).")
     if meta.get("version") != FORMAT_VERSION:
-        raise ValueError(
+        raise CheckpointError(
             f"{path} is a checkpoint of format version {meta.get('version')}; this tdshap "
             f"reads version {FORMAT_VERSION}. Resume it with the tdshap that wrote it."
         )
@@ -137,23 +142,25 @@ def plan_resume(resume: Any, checkpoint: Any) -> ResumePlan:
 def check_resumable(
     meta: dict[str, Any], algorithm: str, data: str, settings: dict[str, Any], path: Any
 ) -> None:
-    """Raise ``ValueError`` unless the checkpoint was made by this algorithm, data and settings."""
+    """Raise :class:`CheckpointError` unless this algorithm, data and settings made it."""
     if meta.get("algorithm") != algorithm:
-        raise ValueError(
+        raise CheckpointError(
             f"resume={str(path)!r} was written by {meta.get('algorithm')!r}, not {algorithm!r}."
         )
     if meta.get("data") != data:
-        raise ValueError(
+        raise CheckpointError(
             f"resume={str(path)!r} was made with different data (X, y, X_val or y_val "
             "differ): resume with the same data, or start a new run without resume."
         )
-    saved = meta.get("settings", {})
+    saved = meta.get("settings")
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"resume={str(path)!r} has no settings record: it is damaged.")
     wanted = jsonable(settings)
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:
         detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
                            for k in differ)
-        raise ValueError(
+        raise CheckpointError(
             f"resume={str(path)!r} was made with different settings ({detail}). Use the "
             "checkpoint's settings, or start a new run without resume."
         )

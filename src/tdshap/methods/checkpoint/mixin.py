@@ -23,6 +23,7 @@ import numpy as np
 from tdshap._validation import check_number
 from tdshap.methods.base import BaseValuation
 from tdshap.methods.checkpoint.files import (
+    CheckpointError,
     CheckpointSchedule,
     ResumePlan,
     check_resumable,
@@ -108,6 +109,12 @@ class CheckpointedValuation(BaseValuation, Checkpointing):
     def _load(self, utility: Utility) -> Saved | None:
         """The checkpoint to resume, checked against this data and these settings (or None)."""
         return self._resume_from(self._fingerprint(utility), self._settings(utility))
+
+    @staticmethod
+    def _restore_error(err: CheckpointError, path: Any) -> CheckpointError:
+        """``err`` as one line that names the file and what to do."""
+        return CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}; "
+                               "start a new run without resume.")
 
     def _saver(self, utility: Utility) -> CheckpointSchedule | None:
         return self._schedule(self._fingerprint(utility), self._settings(utility))

@@ -12,15 +12,49 @@ arrays (:meth:`ResumableRun.saved_arrays`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Self
 
 import numpy as np
 
 from tdshap.methods.apt.bandit import APTState
-from tdshap.methods.checkpoint.files import restore_utility, utility_state
+from tdshap.methods.checkpoint.files import CheckpointError, restore_utility, utility_state
 from tdshap.methods.stopping import StoppingCriterion
 from tdshap.utility.base import Utility
+
+#: The bit generators a checkpoint may name: a name is never looked up beyond these.
+BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
+    "PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM, "Philox": np.random.Philox,
+    "SFC64": np.random.SFC64, "MT19937": np.random.MT19937,
+}
+
+
+def whole(meta: dict[str, Any], name: str, low: int = 0, high: float = math.inf) -> int:
+    """``meta[name]`` if it is a whole number in ``[low, high]``, else an error."""
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        bound = f"[{low}, {high}]" if math.isfinite(high) else f">= {low}"
+        raise CheckpointError(f"field {name!r} is {value!r}; it must be a whole number {bound}")
+    return value
+
+
+def number(meta: dict[str, Any], name: str, low: float = -math.inf) -> float:
+    """``meta[name]`` if it is a finite number ``>= low``, else a :class:`CheckpointError`."""
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or value < low:
+        raise CheckpointError(f"field {name!r} is {value!r}; it must be a finite number >= {low}")
+    return float(value)
+
+
+def vector(arrays: dict[str, np.ndarray], name: str, n: int, kinds: str = "iuf") -> np.ndarray:
+    """``arrays[name]`` if it is 1-D of length ``n`` and a numeric kind, else an error."""
+    arr = arrays.get(name)
+    if arr is None or arr.ndim != 1 or len(arr) != n or arr.dtype.kind not in kinds:
+        shape = None if arr is None else f"{arr.dtype} {arr.shape}"
+        raise CheckpointError(f"array {name!r} is {shape}; it must hold {n} numbers")
+    return arr
 
 
 @dataclass
@@ -110,17 +144,71 @@ class ResumableRun:
         return meta, arrays
 
     @classmethod
+    def validate(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], n: int,
+                 expect: dict[str, Any]) -> None:
+        """Raise :class:`CheckpointError` unless the saved state fits a run on ``n`` rows.
+
+        Types, ranges and array lengths are checked before anything is used,
+        so an edited or damaged file is refused instead of hanging a run or
+        failing deep inside it. ``expect`` holds settings of the run resuming
+        it (``max_iter``: the most rounds the saved state may hold).
+        """
+        if not isinstance(meta.get("finished"), bool):
+            raise CheckpointError(f"field 'finished' is {meta.get('finished')!r}, not true/false")
+        number(meta, "elapsed", 0.0)
+        max_iter = expect.get("max_iter")
+        whole(meta, "rounds", 0, math.inf if max_iter is None else max_iter)
+        number(meta, "tau")
+        number(meta, "eps", 0.0)
+        whole(meta, "run_seed", 0, 2**64 - 1)
+        rng = meta.get("rng")
+        if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
+            raise CheckpointError("field 'rng' does not name a numpy bit generator of "
+                                  f"{', '.join(BIT_GENERATORS)}")
+        counters = meta.get("counters")
+        if not isinstance(counters, dict):
+            raise CheckpointError("field 'counters' is missing")
+        for name in counters:
+            if name == "fit_seconds":
+                number(counters, name, 0.0)
+            elif name != "first_error":
+                whole(counters, name)
+        counts = vector(arrays, "counts", n, "iu")
+        if counts.min(initial=0) < 0:
+            raise CheckpointError("array 'counts' holds negative pull counts")
+        for name in ("mu", "m2"):
+            if not np.isfinite(vector(arrays, name, n, "f")).all():
+                raise CheckpointError(f"array {name!r} holds NaN or infinite values")
+        for name in ("low", "high"):
+            vector(arrays, name, n, "f")
+        keys, values = arrays.get("cache_keys"), arrays.get("cache_values")
+        if keys is None or values is None or keys.ndim != 2 or keys.shape[1] != 16 or \
+                keys.dtype != np.uint8 or values.shape != (len(keys),):
+            raise CheckpointError("the cache arrays are damaged")
+
+    @classmethod
     def restore(
         cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], utility: Utility,
-        stop: StoppingCriterion,
+        stop: StoppingCriterion, expect: dict[str, Any] | None = None,
     ) -> Self:
-        """The run a checkpoint holds; ``utility`` and ``stop`` get their saved state back."""
-        bit_generator = getattr(np.random, meta["rng"]["bit_generator"])()
-        bit_generator.state = meta["rng"]
-        utility.run_seed = int(meta["run_seed"])
-        restore_utility(utility, meta["counters"], arrays)
-        stop.set_state(arrays)
-        state = APTState.from_arrays(meta["tau"], meta["eps"], arrays)
-        run = cls.from_saved(state, np.random.Generator(bit_generator), meta, arrays)
+        """The run a checkpoint holds; ``utility`` and ``stop`` get their saved state back.
+
+        The file is validated first (:meth:`validate`); anything else wrong
+        with it surfaces as a :class:`CheckpointError` too.
+        """
+        cls.validate(meta, arrays, utility.n, expect or {})
+        try:
+            bit_generator = BIT_GENERATORS[meta["rng"]["bit_generator"]]()
+            bit_generator.state = meta["rng"]
+            utility.run_seed = int(meta["run_seed"])
+            restore_utility(utility, meta["counters"], arrays)
+            stop.set_state(arrays)
+            state = APTState.from_arrays(meta["tau"], meta["eps"], arrays)
+            run = cls.from_saved(state, np.random.Generator(bit_generator), meta, arrays)
+        except CheckpointError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) \
+                as err:
+            raise CheckpointError(f"its saved state cannot be restored ({err})") from None
         run.elapsed = float(meta["elapsed"])
         return run

@@ -1,0 +1,334 @@
+"""The output folder of ``tdshap clean``/``value``: owned, locked, published as one set.
+
+Ownership
+    ``--out`` is a folder the tool owns: one it creates, or one that holds
+    only what an earlier run wrote there, as listed in its manifest
+    (:data:`MANIFEST`). A folder holding anything else is refused unless the
+    user passes ``force``; an input file inside ``--out`` is refused (the
+    next set of outputs would replace or remove it).
+
+Lock
+    While a run works, ``--out`` holds :data:`LOCK`, created exclusively with
+    the run's process id; a second run refuses to start. The lock of a process
+    that no longer exists is taken over.
+
+Publishing
+    All outputs are written to a staging folder on the same file system and
+    swapped in: the staging folder and ``--out`` are exchanged in one
+    ``renameat2(RENAME_EXCHANGE)`` where Linux offers it (else two renames,
+    between which ``--out`` is briefly absent), so a reader sees the old set
+    or the new set, never a mix; files of the old set that the new run does
+    not produce go with the old folder. Where ``--out`` cannot be swapped
+    (``force`` with other files in it, or ``--out`` is the working directory),
+    the files are renamed in one by one from a staging folder inside it and
+    the manifest is replaced last. A failure while writing (a full disk)
+    removes the staging folder and leaves the previous outputs as they were.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tdshap._io import atomic_write_bytes
+
+MANIFEST = ".tdshap-manifest.json"
+LOCK = ".tdshap.lock"
+STAGING = ".tdshap-new-"
+MANIFEST_FORMAT = "tdshap.OutputManifest"
+#: Places where a folder of results cannot live (kernel and device file systems).
+SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+class OutputError(ValueError):
+    """The output folder cannot be used or written; nothing of the user's was changed."""
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def read_manifest(folder: Path) -> list[str] | None:
+    """The file names a manifest in ``folder`` lists, or None when there is no valid one."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if data.get("format") != MANIFEST_FORMAT or not isinstance(files, list) or not all(
+        isinstance(f, str) and f and os.sep not in f and f not in (".", "..") for f in files
+    ):
+        return None
+    return files
+
+
+def _manifest_bytes(files: Iterable[str], complete: bool, about: dict[str, Any]) -> bytes:
+    body = {"format": MANIFEST_FORMAT, "version": 1, "files": sorted(set(files)),
+            "complete": complete, **about}
+    return (json.dumps(body, indent=1) + "\n").encode()
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    return True
+
+
+def _pid_of(name: str) -> int | None:
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux ``renameat2``); False where unsupported."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError, TypeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+@dataclass
+class OutputFolder:
+    """``--out`` checked, then claimed and published (see the module docstring).
+
+    :meth:`check` has no side effects and runs with the other input checks;
+    :meth:`claim` creates and locks the folder just before the work starts;
+    :meth:`publish` swaps in a complete set of outputs; :meth:`release`
+    drops the lock (and a folder this run created but never filled).
+    """
+
+    out: Path
+    force: bool = False
+    keep: tuple[str, ...] = ()  # files a run keeps in --out as it goes (its checkpoint)
+    known: tuple[str, ...] = ()  # every name a run of this tool may write there
+    real: Path = field(init=False)
+    exists: bool = field(init=False, default=False)
+    old_files: list[str] = field(init=False, default_factory=list)
+    in_place: bool = field(init=False, default=False)
+    created: bool = field(init=False, default=False)
+    locked: bool = field(init=False, default=False)
+
+    # -- before anything is written ---------------------------------------
+    def check(self, inputs: Iterable[Path], outputs: Iterable[str]) -> None:
+        """Raise :class:`OutputError` unless ``--out`` can be used for ``outputs``."""
+        out = self.out
+        if out.is_symlink() and not out.exists():
+            raise OutputError(f"output folder {out} is a link to {os.readlink(out)}, which "
+                              "does not exist: choose another --out.")
+        self.real = Path(os.path.realpath(out))
+        real = str(self.real)
+        if any(_inside(real, root) for root in SPECIAL_ROOTS):
+            raise OutputError(f"output folder {out} is under a system folder ({real}): choose "
+                              "a folder of your own for --out.")
+        self.exists = self.real.exists()
+        if self.exists and not self.real.is_dir():
+            raise OutputError(f"output folder {out} is a file: choose another --out.")
+        probe = self.real
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            raise OutputError(f"output folder {out} is not writable: {probe} is a file.")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise OutputError(f"output folder {out} is not writable (no write permission on "
+                              f"{probe}): choose another --out.")
+        names = set(outputs) | set(self.keep) | {MANIFEST, LOCK}
+        foreign = self._foreign() if self.exists else []
+        for path in inputs:
+            rin = os.path.realpath(path)
+            if not _inside(rin, real):
+                continue
+            name = os.path.relpath(rin, real)
+            if name in names or name in self.old_files or not foreign:
+                raise OutputError(
+                    f"input file {path} is inside the output folder {out}, where the outputs "
+                    "of this run would replace or remove it: copy it elsewhere, or choose "
+                    "another --out."
+                )
+        cwd = os.path.realpath(os.getcwd())
+        self.in_place = bool(foreign) or (self.exists and _inside(cwd, real)) or (
+            self.exists and not os.access(self.real.parent, os.W_OK | os.X_OK))
+
+    def _foreign(self) -> list[str]:
+        """What ``--out`` holds besides an earlier run's outputs (refused without ``force``)."""
+        listed = read_manifest(self.real)
+        # only names this tool writes count as its own, whatever an edited manifest lists
+        self.old_files = [n for n in listed or [] if n in self.known]
+        ours = set(self.old_files) | {MANIFEST, LOCK}
+        foreign = sorted(n for n in os.listdir(self.real)
+                         if n not in ours and not n.startswith(STAGING) and not self._partial(n))
+        if foreign and not self.force:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            why = ("it has no tdshap manifest" if listed is None else
+                   f"these are not outputs of an earlier run: {shown}")
+            raise OutputError(
+                f"output folder {self.out} holds files tdshap did not write ({why}): choose "
+                "a new or empty folder for --out, or pass --force to write beside them "
+                "(files with the names of the outputs are then replaced)."
+            )
+        return foreign
+
+    def _partial(self, name: str) -> bool:
+        """A temporary file an atomic write of this tool left when its process was killed."""
+        stem, sep, pid = name.rpartition(".tmp-")
+        return bool(sep) and pid.isdigit() and stem[:1] == "." and (
+            stem[1:] in self.known or stem[1:] == MANIFEST)
+
+    # -- the run ----------------------------------------------------------------
+    def claim(self) -> None:
+        """Create and lock ``--out``; list the run's own files in its manifest."""
+        try:
+            self._claim()
+        except OutputError:
+            self.release()
+            raise
+
+    def _claim(self) -> None:
+        try:
+            try:
+                self.real.mkdir(parents=True)
+                self.created = True
+            except FileExistsError:  # an earlier run's, or one that started meanwhile
+                pass
+            self._lock()
+            if not self.created:
+                self._foreign()  # files added since the check are refused too
+            self._sweep()
+            files = [*self.old_files, *self.keep]
+            if self.created or set(files) != set(self.old_files) or \
+                    not (self.real / MANIFEST).exists():
+                atomic_write_bytes(self.real / MANIFEST, _manifest_bytes(files, False, {}))
+            self.old_files = files
+        except OSError as err:
+            self.release()
+            raise OutputError(f"cannot use output folder {self.out}: {err.strerror or err}.") \
+                from None
+
+    def _lock(self) -> None:
+        path = self.real / LOCK
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    text = path.read_text().strip()
+                except OSError:
+                    text = ""
+                if not text.isdigit() or _pid_alive(int(text)):
+                    raise OutputError(
+                        f"another tdshap run (process {text or 'starting'}) is writing to "
+                        f"{self.out}: wait for it to finish, or choose another --out (if no "
+                        f"run is going, delete {path})."
+                    ) from None
+                path.unlink(missing_ok=True)  # its process is gone: a stale lock
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            self.locked = True
+            return
+        raise OutputError(f"another tdshap run is writing to {self.out}: wait for it to "
+                          "finish, or choose another --out.")
+
+    def _sweep(self) -> None:
+        """Remove staging folders and temporary files that killed runs left behind."""
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.real):
+                pid = _pid_of(name)
+                if self._partial(name) and pid is not None and not _pid_alive(pid):
+                    (self.real / name).unlink()
+        for folder in (self.real, self.real.parent):
+            with contextlib.suppress(OSError):
+                for name in os.listdir(folder):
+                    if STAGING not in name:
+                        continue
+                    pid = _pid_of(name)
+                    if pid is not None and pid != os.getpid() and not _pid_alive(pid) and (
+                        folder == self.real or name.startswith(f".{self.real.name}{STAGING}")):
+                        shutil.rmtree(folder / name, ignore_errors=True)
+
+    def release(self) -> None:
+        """Drop this run's lock; remove ``--out`` if this run created it and wrote nothing."""
+        lock = self.real / LOCK
+        with contextlib.suppress(OSError):
+            if self.locked and lock.read_text().strip() == str(os.getpid()):
+                lock.unlink()
+        self.locked = False
+        if self.created:
+            with contextlib.suppress(OSError):
+                left = set(os.listdir(self.real))
+                if left <= {MANIFEST}:
+                    shutil.rmtree(self.real)
+
+    def publish(self, write: Callable[[Path], list[str]], about: dict[str, Any]) -> list[str]:
+        """Write the outputs with ``write(folder) -> names`` and swap them in as one set."""
+        stage = (self.real / f"{STAGING}{os.getpid()}" if self.in_place else
+                 self.real.parent / f".{self.real.name}{STAGING}{os.getpid()}")
+        try:
+            shutil.rmtree(stage, ignore_errors=True)
+            stage.mkdir()
+            written = write(stage)
+            kept = [n for n in self.keep if (self.real / n).is_file()]
+            if not self.in_place:
+                for name in kept:
+                    try:
+                        os.link(self.real / name, stage / name)
+                    except OSError:
+                        shutil.copy2(self.real / name, stage / name)
+            files = [*written, *kept]
+            atomic_write_bytes(stage / MANIFEST, _manifest_bytes(files, True, about))
+            if self.in_place:
+                self._rename_in(stage, written, files)
+            else:
+                self._swap(stage)
+        except OSError as err:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise OutputError(
+                f"cannot write the outputs to {self.out}: {err.strerror or err}; the previous "
+                "contents of the folder are unchanged."
+            ) from None
+        self.locked = False if not self.in_place else self.locked
+        return written
+
+    def _swap(self, stage: Path) -> None:
+        if not exchange(stage, self.real):
+            old = self.real.parent / f".{self.real.name}{STAGING}old-{os.getpid()}"
+            os.rename(self.real, old)
+            os.rename(stage, self.real)
+            stage = old
+        shutil.rmtree(stage, ignore_errors=True)  # the old set (and the old lock)
+
+    def _rename_in(self, stage: Path, written: list[str], files: list[str]) -> None:
+        for name in written:
+            os.replace(stage / name, self.real / name)
+        for name in set(self.old_files) - set(files) - {MANIFEST, LOCK}:
+            with contextlib.suppress(FileNotFoundError):
+                (self.real / name).unlink()
+        os.replace(stage / MANIFEST, self.real / MANIFEST)
+        shutil.rmtree(stage, ignore_errors=True)

@@ -1,0 +1,387 @@
+"""A run checked before it starts, then carried out: what ``find_harmful`` and the CLI share.
+
+:func:`plan` checks everything a run needs (the model and its task, its
+parameters, the TDShap settings against N, a few timed evaluations that give
+the cost estimate and catch a model that never fits, the time budget against
+the first pass) and starts nothing, so the command line can refuse bad input
+before it creates any output. :func:`execute` values the rows, stops when
+too many fits of a stage failed (their score is the fallback's, see
+:class:`tdshap.utility.base.Utility`), and cleanses.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.base import is_classifier, is_regressor
+
+from tdshap._validation import ParameterError, check_number
+from tdshap.app.models import DEFAULT_MODEL, build_model, describe
+from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
+from tdshap.app.valuer import make_valuer
+from tdshap.cleansing import cleanse
+from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
+from tdshap.methods import TDShap
+from tdshap.methods.apt.sampling import check_block_size
+from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
+
+
+def _auto_note(value: Any, rule: str) -> str:
+    return rule if value == "auto" else "given"
+
+
+#: Default share of a stage's fits that may fail (and be scored by the fallback)
+#: before the run stops: above it the values mostly measure the fallback.
+DEFAULT_MAX_FAILED_FRACTION = 0.05
+
+
+class TooManyFailures(ParameterError):
+    """Too many of a stage's fits raised: the values would describe the fallback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "max_failed_fraction")
+
+
+def check_estimator_task(estimator: Any, task: str, label: str) -> None:
+    """Refuse an estimator that cannot serve ``task`` (a regressor or clusterer on labels)."""
+    try:
+        classifier, regressor = is_classifier(estimator), is_regressor(estimator)
+    except (AttributeError, TypeError):
+        raise ParameterError(f"{label} is not a scikit-learn estimator (derive it from "
+                             "sklearn.base.BaseEstimator).", "model") from None
+    if task == "classification" and not classifier:
+        kind = "a regressor" if regressor else "neither a classifier nor a regressor"
+        raise ParameterError(f"{label} is {kind}, but the task is classification: choose a "
+                             "classifier.", "model", "task")
+    if task == "regression" and not regressor:
+        kind = "a classifier" if classifier else "neither a classifier nor a regressor"
+        raise ParameterError(f"{label} is {kind}, but the task is regression: choose a "
+                             "regressor.", "model", "task")
+
+
+def _check_neighbours(estimator: Any, n: int) -> None:
+    """k-NN asks for more neighbours than there are training rows: every fit would fail."""
+    try:
+        params = estimator.get_params(deep=True)
+    except AttributeError:
+        return
+    for name, value in params.items():
+        if name.rsplit("__", 1)[-1] == "n_neighbors" and isinstance(value, int) and value > n:
+            raise ParameterError(
+                f"n_neighbors={value} is larger than the N={n} training rows valued: every "
+                f"fit would fail. Choose n_neighbors well below N (e.g. 5) in `params`.",
+                "params")
+
+
+@dataclass
+class CostEstimate:
+    """What a run will cost, from a few timed evaluations before it starts."""
+
+    seconds_per_evaluation: float
+    evaluations: int  # the valuation's initialisation plus max_iter rounds
+    init_evaluations: int
+    cleansing_fits: int
+    timed: int  # evaluations timed to measure seconds_per_evaluation
+
+    @property
+    def seconds(self) -> float:
+        return (self.evaluations + self.cleansing_fits) * self.seconds_per_evaluation
+
+    def line(self, time_budget: float | None) -> str:
+        per = self.seconds_per_evaluation
+        budget = f", stopped by the time budget of {time_budget:g} s" if time_budget else ""
+        return (f"cost estimate: about {self.evaluations:,} evaluations + "
+                f"{self.cleansing_fits:,} cleansing fits x {per * 1e3:.3g} ms each "
+                f"(timed on {self.timed} evaluations) = {_duration(self.seconds)}{budget}")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under 1 s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass
+class RunPlan:
+    """A checked run, not yet started: everything :func:`execute` needs."""
+
+    data: PreparedData
+    estimator: Any
+    model_name: str
+    model_about: str
+    params: dict[str, Any]
+    metric: str
+    options: TDShapOptions
+    valuer: Any  # TDShap or ThresholdingOOB, not fitted yet
+    method: str
+    method_why: str
+    valuation_metric: str
+    cut: str
+    seed: int
+    do_cleanse: bool
+    given: set[str]
+    max_failed_fraction: float
+    estimate: CostEstimate
+
+
+def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool,
+              seed: int) -> CostEstimate:
+    """Time a few evaluations of chains like the run's; fail if every fit fails."""
+    from tdshap.cleansing import removal_grid
+    from tdshap.utility.base import Chain
+
+    n, k, n_min = len(data.y_train), tdshap.k_, tdshap.n_min_
+    rng = np.random.default_rng(seed)
+    size = n_min + (n - k - n_min) // 2  # the middle of the prefix sizes drawn
+
+    def timed_chain(length: int) -> float:
+        order = rng.permutation(n)
+        chain = Chain(order[:size], order[size : size + length], int(rng.integers(2**32)))
+        start = time.perf_counter()
+        utility.evaluate_chains([chain])
+        return (time.perf_counter() - start) / (length + 1)
+
+    # a short chain first (two fits); then, when affordable, a whole chain of k + 1, which
+    # is what the run evaluates (an incremental fast path is cheap only along a chain)
+    per, timed = timed_chain(1), 2
+    if k > 1 and per * (k + 1) < 1.0 and utility.n_failed_fits < utility.n_fits:
+        per, timed = timed_chain(k), timed + k + 1
+    if utility.n_fits and utility.n_failed_fits == utility.n_fits:
+        raise TooManyFailures(
+            f"the model failed on every one of {utility.n_fits} trial fits before the run "
+            f"({utility.first_error}): fix the model or its parameters.")
+    init = -(-n // k) * (k + 1)
+    rounds = 0 if tdshap.max_iter is None else tdshap.max_iter * tdshap.n_blocks * (k + 1)
+    grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
+    return CostEstimate(per, init + rounds, init, grid, timed)
+
+
+def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: bool,
+                   seed: int) -> CostEstimate:
+    """Time one bag of thresholding Data-OOB (a fit on N rows and a prediction)."""
+    from sklearn.base import clone
+
+    from tdshap.cleansing import removal_grid
+    from tdshap.utility.base import describe_error
+
+    n = len(data.y_train)
+    rng = np.random.default_rng(seed)
+    errors = []
+    start = time.perf_counter()
+    for _ in range(2):
+        bag = rng.choice(n, size=n, replace=True)
+        try:
+            clone(estimator).fit(data.X_train[bag], data.y_train[bag]).predict(data.X_train)
+        except Exception as err:
+            errors.append(describe_error(err))
+    if len(errors) == 2:
+        raise TooManyFailures(f"the model failed on every one of 2 trial fits before the run "
+                              f"({errors[0]}): fix the model or its parameters.")
+    per = (time.perf_counter() - start) / 2
+    k = valuer.k_
+    init = -(-n // k)
+    bags = init + (valuer.max_iter or 0)
+    grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
+    return CostEstimate(per, bags, init, grid, 2)
+
+
+def plan(
+    data: PreparedData,
+    model: Any = None,
+    *,
+    params: dict[str, Any] | None = None,
+    metric: str | None = None,
+    options: TDShapOptions | None = None,
+    seed: int = 0,
+    do_cleanse: bool = True,
+    progress: bool = False,
+    given: set[str] | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint_every: float = 10.0,
+    resume: bool = False,
+    allow_import: tuple[str, ...] = (),
+    max_failed_fraction: float = DEFAULT_MAX_FAILED_FRACTION,
+    method: str = "auto",
+    cut: str = "one_se",
+) -> RunPlan:
+    """Check everything a run needs, time a few fits, and start nothing.
+
+    Every setting is checked here (the model, its task, its parameters, the
+    TDShap settings against N, the time budget against the estimated cost
+    of the first pass), so that a caller can refuse bad input before it
+    creates any output. See :func:`run` for the parameters.
+    """
+    from tdshap.utility.fast import make_utility
+
+    check_number(max_failed_fraction, "max_failed_fraction", low=0)
+    if max_failed_fraction > 1:
+        raise ParameterError(f"max_failed_fraction={max_failed_fraction} must be in [0, 1].",
+                             "max_failed_fraction")
+    given = set(given or ())
+    o = options or TDShapOptions()
+    n = len(data.y_train)
+    if model is None or isinstance(model, str):
+        model_name = model or DEFAULT_MODEL
+        estimator = build_model(model_name, data.task, params, n, allow_import)
+        model_about = describe(model_name)
+    else:
+        estimator, model_name, model_about = model, type(model).__name__, "given estimator"
+    check_estimator_task(estimator, data.task, model_name)
+    _check_neighbours(estimator, n)
+    if metric is None:
+        metric = "accuracy" if data.task == "classification" else "neg_mae"
+    check_rule(cut)
+    valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
+                         {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
+                          "resume": True if resume else None})
+    if o.time_budget is not None and o.time_budget <= 0:
+        raise ParameterError(f"time_budget={o.time_budget} must be > 0 seconds.",
+                             "time_budget")
+    if valuer.method != "tdshap":
+        if resume:
+            raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "
+                                 "Data-OOB run is short); rerun without `resume`, or choose "
+                                 "`method` 'tdshap'.", "resume", "method")
+        tdoob = valuer.estimator
+        tdoob._check_params(n)
+        estimate = _estimate_bags(tdoob, estimator, data, do_cleanse, seed)
+    else:
+        tdshap = valuer.estimator
+        k_used, n_min_used = tdshap.block_sizes(n)
+        try:
+            check_block_size(n, k_used, n_min_used)
+        except ValueError:
+            raise ParameterError(
+                f"the training part has N={n} rows, too few for n_min={n_min_used} and "
+                f"k={k_used} (needs N >= n_min + k = {n_min_used + k_used}): lower `n_min` or "
+                "`k`, or use more rows.", "n_min", "k"
+            ) from None
+        tdshap._check_params(n)
+        utility = make_utility(estimator, valuer.metric, data.X_train, data.y_train,
+                               data.X_val, data.y_val, run_seed=seed)
+        estimate = _estimate(utility, tdshap, data, do_cleanse, seed)
+    init_seconds = estimate.init_evaluations * estimate.seconds_per_evaluation
+    if o.time_budget is not None and init_seconds > o.time_budget and not resume:
+        raise ParameterError(
+            f"the first pass over the N={n} rows ({estimate.init_evaluations:,} evaluations, "
+            "every row valued once) needs about "
+            f"{_duration(init_seconds)}, more than `time_budget` of {o.time_budget:g} s: "
+            "raise the budget, value fewer rows, or choose a faster model.", "time_budget")
+    return RunPlan(data, estimator, model_name, model_about, dict(params or {}), metric, o,
+                   valuer.estimator, valuer.method, valuer.why, valuer.metric, cut, seed,
+                   do_cleanse, given, max_failed_fraction, estimate)
+
+
+def _check_failures(stage: str, failed: int, fits: int, first: str | None,
+                    limit: float) -> None:
+    if fits and failed / fits > limit:
+        raise TooManyFailures(
+            f"the model failed on {failed:,} of {fits:,} fits during {stage} "
+            f"({failed / fits:.1%}, more than `max_failed_fraction` {limit:.0%}); the first "
+            f"error was {first or 'not recorded'}: fix the model or its parameters.")
+
+
+def execute(p: RunPlan) -> HarmfulRun:
+    """Run a :func:`plan`: value the training rows, check the failed fits, cleanse."""
+    start = time.perf_counter()
+    data, valuer, o = p.data, p.valuer, p.options
+    if getattr(valuer, "checkpoint", None) is not None:
+        Path(valuer.checkpoint).parent.mkdir(parents=True, exist_ok=True)
+    valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
+    result = valuer.result_
+    extra = result.extra
+    _check_failures("valuation", int(extra.get("n_failed_fits", 0)), result.n_fits,
+                    extra.get("first_error"), p.max_failed_fraction)
+    cleansing = None
+    if p.do_cleanse:
+        cleansing = cleanse(result, p.estimator, data.X_train, data.y_train, data.X_val,
+                            data.y_val, data.X_test, data.y_test, metric=p.metric,
+                            random_state=p.seed, rule=p.cut, n_bootstrap=DEFAULT_N_BOOTSTRAP)
+        c = cleansing.extra
+        _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"],
+                        p.max_failed_fraction)
+    given = p.given
+    settings = {
+        "task": Setting(data.task, data.task_given, data.task_reason),
+        "model": Setting(p.model_name, "model" in given, p.model_about if "model" in given else
+                         f"default: {p.model_about}"),
+        "params": Setting(p.params, bool(p.params), ""),
+        "estimator": Setting(" ".join(repr(p.estimator).split()), "model" in given,
+                             "what is fitted, defaults resolved"),
+        "metric": Setting(p.metric, "metric" in given,
+                          "given" if "metric" in given else f"default for {data.task}"),
+        "method": Setting(p.method, "method" in given, p.method_why),
+        "valuation_metric": Setting(p.valuation_metric, "metric" in given,
+                                    "the rows are valued with it; cleansing and scores use "
+                                    "the metric above"),
+        **_method_settings(p.method, valuer, o, given),
+        "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
+        "max_failed_fraction": Setting(p.max_failed_fraction, "max_failed_fraction" in given,
+                                       "share of a stage's fits that may fail"),
+        "seed": Setting(p.seed, "seed" in given, ""),
+    }
+    if p.do_cleanse:
+        settings["cut"] = Setting(p.cut, "cut" in given, "given" if "cut" in given else
+                                  "default: remove rows only when the validation gain beats "
+                                  "two bootstrap SEs, and only rows credibly below tau")
+    return HarmfulRun(data, p.model_name, p.estimator, p.metric, settings, result, cleansing,
+                      time.perf_counter() - start, extra={"estimate": p.estimate})
+
+
+def _method_settings(method: str, valuer: Any, o: TDShapOptions,
+                     given: set[str]) -> dict[str, Setting]:
+    """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
+    if method == "tdoob":
+        return {
+            "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
+                o.tau, "auto: chance (1 / classes) for classifiers; for regression 2 robust "
+                "sd below the median out-of-bag score")),
+            "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
+                o.eps, "auto: 0.3 x the robust spread of the first out-of-bag scores")),
+            "k": Setting(valuer.k_, o.k != "auto", _auto_note(
+                o.k, "auto: min(50, N // 10) rows held out of every bag")),
+            "n_min": Setting(None, False, "not used by thresholding Data-OOB"),
+            "max_iter": Setting(valuer.max_iter, "max_iter" in given, "given"
+                                if "max_iter" in given else "default: bags after the first "
+                                "pass"),
+        }
+    return {
+        "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
+            o.tau, "auto: -eps, so a row is harmful only when its value is below 0 by eps")),
+        "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
+            o.eps, f"auto: {DEFAULT_EPS_FACTOR:g} x the robust spread (1.4826 MAD) of the "
+            "first marginals")),
+        "k": Setting(valuer.k_, o.k != "auto", _auto_note(
+            o.k, "auto: min(50, N // 3) rows valued per chain of k + 1 fits")),
+        "n_min": Setting(valuer.n_min_, o.n_min != "auto", _auto_note(
+            o.n_min, "auto: min(100, N // 3), the smallest prefix a marginal is measured on")),
+        "max_iter": Setting(o.max_iter, "max_iter" in given,
+                            "given" if "max_iter" in given else "default: the paper's 50 rounds"),
+    }
+
+
+def run(data: PreparedData, model: Any = None, **kwargs: Any) -> HarmfulRun:
+    """Value ``data``'s training rows (``method``, :mod:`tdshap.app.valuer`) and cleanse.
+
+    ``model`` is a registry name, an import path or an estimator (``None``:
+    the registry's default); ``params`` its parameters (JSON values);
+    ``given`` names the settings the user chose (the report marks the others
+    as defaults). ``checkpoint`` is a file the valuation saves its state to
+    every ``checkpoint_every`` seconds; ``resume=True`` continues the run
+    saved there (see :class:`tdshap.TDShap`). ``allow_import`` adds packages
+    an import path may name. A stage whose share of failed fits exceeds
+    ``max_failed_fraction`` stops the run with :class:`TooManyFailures`.
+    ``method`` picks the valuation (``"auto"``, ``"tdshap"``, ``"tdoob"``) and
+    ``cut`` the cleansing rule (``"one_se"``: only on evidence beyond the
+    validation noise; ``"paper"``: the best validation score).
+    """
+    return execute(plan(data, model, **kwargs))

@@ -1,0 +1,538 @@
+"""Issue 13, case by case, through the real command: nothing runs that the user did not
+mean, no user file is touched, outputs appear whole or not at all.
+
+Every refused case asserts the same promise: exit status 2, one ``Error:`` line on
+stderr, no traceback, the working folder byte for byte as it was (no file created,
+changed or removed), and no ``PWNED`` file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_wine
+
+from tdshap.methods.checkpoint.files import read_checkpoint, write_checkpoint
+
+# the paper's TDShap (checkpointed); publishing, locks and refusals are one code path
+FAST = ["--method", "tdshap", "--max-iter", "1", "--no-progress"]
+
+
+def tdshap(*args: str | Path, cwd: Path, env: dict[str, str] | None = None,
+           launcher: Path | None = None) -> subprocess.CompletedProcess[str]:
+    head = [sys.executable, str(launcher)] if launcher else [sys.executable, "-m",
+                                                             "tdshap.app.cli"]
+    return subprocess.run([*head, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=180, env=env)
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file and folder under ``folder`` with the hash of its bytes."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def refused(res: subprocess.CompletedProcess[str], *words: str) -> str:
+    """Exit status 2, one ``Error:`` line naming the problem, no traceback."""
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2, res.stderr
+    assert len(lines) == 1 and lines[0].startswith("Error: "), res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A folder holding ``wine.csv`` (scikit-learn's wine data) and a ``victim`` folder."""
+    load_wine(as_frame=True).frame.to_csv(tmp_path / "wine.csv", index=False)
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "victim" / "keep.txt").write_text("mine")
+    return tmp_path
+
+
+def check_refused(work: Path, *args: str, words: tuple[str, ...] = ()) -> str:
+    before = snapshot(work)
+    line = refused(tdshap(*args, cwd=work), *words)
+    assert snapshot(work) == before  # nothing created, changed or removed
+    assert not (work / "PWNED").exists()
+    return line
+
+
+# -- 1. code execution through --model and --params -----------------------------------
+@pytest.mark.parametrize(("model", "params", "words"), [
+    ("os:system", '{"command": "touch PWNED"}', ("package 'os' is not one",)),
+    ("shutil:rmtree", '{"path": "victim"}', ("package 'shutil'",)),
+    ("subprocess:getoutput", '{"cmd": "touch PWNED"}', ("package 'subprocess'",)),
+    ("builtins:eval", '{"source": "open(\'PWNED\', \'w\')"}', ("package 'builtins'",)),
+    ("sklearn:tree", "{}", ("is a module, not a class",)),
+    ("sklearn.datasets:load_iris", '{"return_X_y": true}', ("is a function, not a class",)),
+    ("tdshap.app.cli:main", "{}", ("not a class",)),
+    ("sklearn.utils:Bunch", '{"a": 1}', ("not a scikit-learn estimator class",)),
+    ("tdshap.methods:TDShap", "{}", ("not a scikit-learn estimator class",)),
+])
+def test_model_import_path_runs_nothing(work: Path, model: str, params: str,
+                                        words: tuple[str, ...]) -> None:
+    line = check_refused(work, "clean", "wine.csv", "--target", "target", "--model", model,
+                         "--params", params, "--out", "out", words=words)
+    assert "--model" in line or "estimator" in line
+
+
+def test_allowing_a_package_still_refuses_its_functions(work: Path) -> None:
+    check_refused(work, "clean", "wine.csv", "--target", "target", "--allow-import", "os",
+                  "--model", "os:system", "--params", '{"command": "touch PWNED"}',
+                  "--out", "out", words=("is a builtin_function_or_method, not a class",))
+
+
+@pytest.mark.parametrize("params", ['{"n_neighbors": {"__class__": "x"}}',
+                                    '{"weights": {"a": 1}}'])
+def test_params_are_json_scalars_and_lists_only(work: Path, params: str) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--params", params,
+                  "--out", "out", words=("--params", "not accepted"))
+
+
+def test_params_must_be_the_estimators_own(work: Path) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--model",
+                  "sklearn.tree:DecisionTreeClassifier", "--params", '{"command": "ls"}',
+                  "--out", "out", words=("unknown parameter 'command'", "max_depth"))
+
+
+# -- 2. the user's input and files are never written over --------------------------------
+def test_input_named_like_an_output_in_out_is_refused(work: Path) -> None:
+    (work / "cleaned.csv").write_bytes((work / "wine.csv").read_bytes())
+    check_refused(work, "clean", "cleaned.csv", "--target", "target", "--out", ".", *FAST,
+                  words=("holds files tdshap did not write", "--force"))
+    check_refused(work, "clean", "cleaned.csv", "--target", "target", "--out", ".", "--force",
+                  *FAST, words=("input file cleaned.csv is inside the output folder",))
+
+
+def test_values_table_as_input_is_not_replaced(work: Path) -> None:
+    frame = pd.read_csv(work / "wine.csv")
+    frame.to_csv(work / "values.csv", index=False)
+    check_refused(work, "value", "values.csv", "--target", "target", "--out", ".", "--force",
+                  *FAST, words=("inside the output folder",))
+
+
+@pytest.mark.parametrize("name", ["values.csv", "report.md", "run.tdshap"])
+def test_a_users_own_file_in_out_is_not_replaced(work: Path, name: str) -> None:
+    (work / "out").mkdir()
+    (work / "out" / name).write_text("the user's own")
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                  words=("holds files tdshap did not write", "--force"))
+
+
+def test_a_manifest_cannot_claim_the_users_files(work: Path,
+                                                  first_run: Callable[..., Path]) -> None:
+    out = first_run("value")
+    (out / "mine.txt").write_text("the user's own")
+    manifest = json.loads((out / ".tdshap-manifest.json").read_text())
+    manifest["files"].append("mine.txt")  # an edited manifest names the user's file
+    (out / ".tdshap-manifest.json").write_text(json.dumps(manifest))
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                  words=("mine.txt", "--force"))
+
+
+def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
+    res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
+                 cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert (work / "victim" / "keep.txt").read_text() == "mine"
+    assert (work / "values.csv").is_file()
+    listed = json.loads((work / ".tdshap-manifest.json").read_text())["files"]
+    assert "wine.csv" not in listed and "values.csv" in listed
+
+
+# -- 3. one run at a time per --out ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def finished_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The ``out`` folders of one ``clean`` and one ``value`` run on the wine data (made once)."""
+    base = tmp_path_factory.mktemp("runs")
+    load_wine(as_frame=True).frame.to_csv(base / "wine.csv", index=False)
+    outs = {}
+    for command in ("clean", "value"):
+        res = tdshap(command, "wine.csv", "--target", "target", "--out", command, *FAST,
+                     cwd=base)
+        assert res.returncode == 0, res.stderr
+        outs[command] = base / command
+    return outs
+
+
+@pytest.fixture
+def first_run(work: Path, finished_runs: dict[str, Path]) -> Callable[..., Path]:
+    """Copy a finished run's folder to ``work/out``, as if it had just run there."""
+
+    def copy(command: str = "clean") -> Path:
+        shutil.copytree(finished_runs[command], work / "out", symlinks=True)
+        return work / "out"
+
+    return copy
+
+
+def test_a_second_run_refuses_while_the_first_holds_the_lock(
+        work: Path, first_run: Callable[..., Path]) -> None:
+    out = first_run()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (out / ".tdshap.lock").write_text(str(sleeper.pid))  # a live run's lock
+        check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                      words=("another tdshap run", str(sleeper.pid)))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # the process is gone: its lock is stale and taken over, and a temporary file it left
+    # mid-checkpoint is its own, not the user's
+    (out / f".run.tdshap.tmp-{sleeper.pid}").write_bytes(b"half a checkpoint")
+    res = tdshap("value", "wine.csv", "--target", "target", "--out", "out", *FAST, cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert not (out / ".tdshap.lock").exists()
+    assert not list(out.glob("*.tmp-*"))
+
+
+def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> None:
+    """SIGKILL once the first checkpoint (after the first pass) exists; resume takes over."""
+    import signal
+    import time
+
+    args = ["value", "wine.csv", "--target", "target", "--model", "dtree", "--max-iter", "120",
+            "--checkpoint-every", "0", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "tdshap.app.cli", *args, "--out", "out"],
+                            cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (work / "out" / "run.tdshap").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if (work / "out" / "values.csv").exists():
+        pytest.skip("the run finished before it could be killed")
+    assert (work / "out" / ".tdshap.lock").read_text() == str(proc.pid)
+    resumed = tdshap(*args, "--out", "out", "--resume", cwd=work)
+    assert resumed.returncode == 0, resumed.stderr
+    fresh = tdshap(*args, "--out", "fresh", cwd=work)
+    assert fresh.returncode == 0, fresh.stderr
+    out, fresh_out = work / "out", work / "fresh"
+    assert (out / "values.csv").read_bytes() == (fresh_out / "values.csv").read_bytes()
+    assert not (out / ".tdshap.lock").exists()
+
+
+# -- 4. outputs published as one set ---------------------------------------------------
+ENOSPC_LAUNCHER = """
+import builtins, errno, sys
+
+_open = builtins.open
+MARK = sys.argv.pop(1)
+
+class Full:
+    def __init__(self, fh):
+        self.fh = fh
+    def write(self, data):
+        self.fh.write(data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self.fh.close()
+
+def full_open(file, mode="r", *args, **kwargs):
+    fh = _open(file, mode, *args, **kwargs)
+    if MARK in str(file) and any(c in mode for c in "wax"):
+        return Full(fh)
+    return fh
+
+builtins.open = full_open
+from tdshap.app.cli import main
+sys.argv[0] = "tdshap"
+main()
+"""
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Path:
+    launcher = tmp_path / "full_disk.py"
+    launcher.write_text(ENOSPC_LAUNCHER)
+    return launcher
+
+
+def test_full_disk_while_publishing_leaves_the_previous_set(
+        work: Path, full_disk: Path, first_run: Callable[..., Path]) -> None:
+    first_run()
+    before = snapshot(work)
+    res = tdshap(".tdshap-new-", "clean", "wine.csv", "--target", "target", "--out", "out",
+                 "--seed", "1", *FAST, cwd=work, launcher=full_disk)
+    refused(res, "No space left on device", "previous contents of the folder are unchanged")
+    after = snapshot(work)
+    # the run's own checkpoint moves on; every published output is as it was
+    assert {k: v for k, v in after.items() if k != "out/run.tdshap"} == \
+        {k: v for k, v in before.items() if k != "out/run.tdshap"}
+    assert not [p for p in work.rglob("*") if "tdshap-new" in p.name or ".tmp-" in p.name]
+
+
+def test_full_disk_while_checkpointing_is_one_line(work: Path, full_disk: Path) -> None:
+    before = snapshot(work)
+    res = tdshap("run.tdshap", "value", "wine.csv", "--target", "target", "--out", "out",
+                 *FAST, cwd=work, launcher=full_disk)
+    refused(res, "No space left on device")
+    leftovers = [p.name for p in (work / "out").iterdir()] if (work / "out").exists() else []
+    assert not [n for n in leftovers if ".tmp-" in n or n == "run.tdshap"]
+    assert {k: v for k, v in snapshot(work).items() if not k.startswith("out")} == before
+
+
+def test_a_new_set_replaces_the_old_one_whole(work: Path,
+                                              first_run: Callable[..., Path]) -> None:
+    out = first_run("clean")
+    assert (out / "cleaned.csv").exists() and (out / "curve.png").exists()
+    res = tdshap("value", "wine.csv", "--target", "target", "--out", "out", *FAST, cwd=work)
+    assert res.returncode == 0, res.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [".tdshap-manifest.json", "report.md", "result.json", "run.tdshap",
+                     "values.csv", "values.png"]  # no cleaned.csv or curve.png of the old set
+    manifest = json.loads((out / ".tdshap-manifest.json").read_text())
+    assert manifest["complete"] and sorted(manifest["files"]) == names[1:]
+    assert not [p for p in work.iterdir() if "tdshap-new" in p.name]
+
+
+# -- 5. checkpoints and result files are validated ----------------------------------------
+def edit_checkpoint(path: Path, **changes: object) -> None:
+    meta, arrays = read_checkpoint(path)
+    for key, value in changes.items():
+        if key.startswith("array_"):
+            arrays[key[6:]] = value  # type: ignore[assignment]
+        else:
+            meta[key] = value
+    meta = {k: v for k, v in meta.items() if k not in ("format", "version")}
+    write_checkpoint(path, meta, arrays)
+
+
+@pytest.mark.parametrize("changes", [
+    {"init_done": -3}, {"init_done": 10**6}, {"rounds": 10**9}, {"rounds": -1},
+    {"rng": {"bit_generator": "seed", "state": {}}},
+    {"rng": {"bit_generator": "PCG64", "state": "x"}},
+    {"elapsed": "soon"}, {"k": 0}, {"tau": None}, {"counters": {"n_fits": -5}},
+    {"thresholds_set": "yes"}, {"array_counts": np.zeros(3, dtype=np.int64)},
+    {"array_mu": np.full(134, np.nan)}, {"array_init_order": np.zeros(134, dtype=np.int64)},
+    {"array_counts": np.full(134, 7, dtype=np.int64)},
+], ids=lambda c: "-".join(c))
+def test_an_edited_checkpoint_is_refused_in_one_line(
+        work: Path, changes: dict, first_run: Callable[..., Path]) -> None:
+    first_run("value")
+    edit_checkpoint(work / "out" / "run.tdshap", **changes)
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out",
+                  "--resume", "--method", "tdshap", "--max-iter", "2", "--no-progress",
+                  words=("run.tdshap",))
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not a zip", b"\x00" * 100])
+def test_a_damaged_checkpoint_is_refused_in_one_line(
+        work: Path, content: bytes, first_run: Callable[..., Path]) -> None:
+    first_run("value")
+    (work / "out" / "run.tdshap").write_bytes(content)
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out",
+                  "--resume", *FAST, words=("not a tdshap checkpoint",))
+
+
+def test_checkpoint_every_and_the_first_checkpoint_after_initialisation(work: Path) -> None:
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from tdshap import TDShap
+    from tdshap.methods.stopping import MaxIterations, RunStatus
+
+    path = work / "run.tdshap"
+
+    class Watch(MaxIterations):
+        def __init__(self, n: int) -> None:
+            super().__init__(n)
+            self.seen: list[bool] = []
+
+        def check(self, status: RunStatus) -> bool:
+            self.seen.append(path.exists())
+            return super().check(status)
+
+    X, y = load_wine(return_X_y=True)
+    watch = Watch(2)
+    TDShap(KNeighborsClassifier(), stopping=watch, checkpoint=path, checkpoint_every=1e9,
+           random_state=0).fit(X[:120], y[:120], X[120:], y[120:])
+    assert watch.seen[0]  # already saved when the first round is about to start
+    help_text = tdshap("value", "--help", cwd=work).stdout
+    assert "--checkpoint-every" in help_text
+
+
+# -- 6. one line instead of a traceback ------------------------------------------------
+FLAKY = """
+import numpy as np
+from sklearn.tree import DecisionTreeClassifier
+
+
+class Flaky(DecisionTreeClassifier):
+    '''Fails on one subset size in seven.'''
+
+    def fit(self, X, y, *args, **kwargs):
+        if len(X) % 7 == 3:
+            raise RuntimeError(f"flaky on {len(X)} rows")
+        return super().fit(X, y, *args, **kwargs)
+
+
+class NotSklearn:
+    def fit(self, X, y):
+        return self
+
+    def predict(self, X):
+        return np.zeros(len(X))
+"""
+
+
+@pytest.fixture
+def flaky(work: Path) -> dict[str, str]:
+    (work / "flaky_models.py").write_text(textwrap.dedent(FLAKY))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(work), *os.environ.get("PYTHONPATH", "").split(os.pathsep)])}
+
+
+def test_failed_fits_are_counted_and_cleansing_falls_back(work: Path,
+                                                           flaky: dict[str, str]) -> None:
+    res = tdshap("clean", "wine.csv", "--target", "target", "--allow-import", "flaky_models",
+                 "--model", "flaky_models:Flaky", "--max-failed-fraction", "0.5", "--out",
+                 "out", *FAST, cwd=work, env=flaky)
+    assert res.returncode == 0, res.stderr
+    assert "failed fits (scored by the fallback): valuation" in res.stdout
+    assert "cleansing" in res.stdout and "flaky on" in res.stdout
+    report = (work / "out" / "report.md").read_text()
+    assert "failed fits (scored by the fallback)" in report and "cost estimate" in report
+
+
+def test_too_many_failed_fits_stop_the_run(work: Path, flaky: dict[str, str]) -> None:
+    before = snapshot(work)
+    res = tdshap("value", "wine.csv", "--target", "target", "--allow-import", "flaky_models",
+                 "--model", "flaky_models:Flaky", "--max-failed-fraction", "0.01", "--out",
+                 "out", *FAST, cwd=work, env=flaky)
+    refused(res, "failed on", "during valuation", "--max-failed-fraction",
+            "RuntimeError: flaky on")
+    assert {k: v for k, v in snapshot(work).items() if not k.startswith("out")} == before
+    assert not (work / "out" / "values.csv").exists()
+
+
+def test_a_class_not_derived_from_base_estimator(work: Path, flaky: dict[str, str]) -> None:
+    before = snapshot(work)
+    res = tdshap("value", "wine.csv", "--target", "target", "--allow-import", "flaky_models",
+                 "--model", "flaky_models:NotSklearn", "--out", "out", *FAST, cwd=work,
+                 env=flaky)
+    refused(res, "not a scikit-learn estimator class")
+    assert snapshot(work) == before
+
+
+def test_id_column_equal_to_target(work: Path) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--id-column", "target",
+                  "--out", "out", *FAST, words=("--id-column", "also the --target"))
+
+
+def test_out_a_dangling_symlink(work: Path) -> None:
+    (work / "out").symlink_to(work / "nowhere")
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                  words=("does not exist",))
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs /proc")
+def test_out_under_proc(work: Path) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "/proc/tdshap",
+                  *FAST, words=("system folder",))
+
+
+# -- 7. no silent meaningless results -----------------------------------------------------
+def test_every_fit_failing_is_an_error(work: Path) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--params",
+                  '{"n_neighbors": "five"}', "--out", "out", *FAST,
+                  words=("failed on every one", "'n_neighbors'"))
+
+
+def test_more_neighbours_than_rows_refused_up_front(work: Path) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--params",
+                  '{"n_neighbors": 100000}', "--out", "out", *FAST,
+                  words=("n_neighbors=100000 is larger than the N=134",))
+
+
+@pytest.mark.parametrize("model", ["sklearn.linear_model:Ridge", "sklearn.cluster:KMeans",
+                                   "sklearn.svm:SVR"])
+def test_a_non_classifier_for_a_classification_target(work: Path, model: str) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--model", model,
+                  "--out", "out", *FAST, words=("but the task is classification",))
+
+
+def test_a_classifier_for_a_regression_target(work: Path) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--task", "regression",
+                  "--model", "sklearn.tree:DecisionTreeClassifier", "--out", "out", *FAST,
+                  words=("but the task is regression",))
+
+
+@pytest.mark.parametrize(("ids", "words"), [
+    (lambda n: [f"r{i % 50}" for i in range(n)], ("repeats ids", "'r0'")),
+    (lambda n: [None] + [f"r{i}" for i in range(1, n)], ("missing ids",)),
+])
+def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> None:
+    frame = pd.read_csv(work / "wine.csv")
+    frame.insert(0, "id", ids(len(frame)))
+    frame.to_csv(work / "wine_ids.csv", index=False)
+    check_refused(work, "value", "wine_ids.csv", "--target", "target", "--id-column", "id",
+                  "--out", "out", *FAST, words=words)
+
+
+# -- 8. checked before anything exists; the user's names; the cost -----------------------
+@pytest.mark.parametrize(("option", "words"), [
+    (["--eps", "-1"], ("--eps",)), (["--time-budget", "0"], ("--time-budget",)),
+    (["--k", "0"], ("--k",)), (["--n-min", "-2"], ("--n-min",)),
+    (["--val-fraction", "1.5"], ("--val-fraction",)),
+    (["--max-failed-fraction", "2"], ("--max-failed-fraction",)),
+    (["--checkpoint-every", "-1"], ("--checkpoint-every",)),
+    (["--tau", "nan"], ("--tau",)),
+    (["--time-budget", "0.001"], ("first pass", "--time-budget")),
+])
+def test_settings_refused_before_any_folder_exists(work: Path, option: list[str],
+                                                   words: tuple[str, ...]) -> None:
+    check_refused(work, "clean", "wine.csv", "--target", "target", *option, "--out", "out",
+                  "--no-progress", words=words)
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("inf", ("column 'alcohol' has inf in row 0",)),
+    ("-inf", ("column 'alcohol' has -inf in row 0",)),
+    ("1e308", ("column 'alcohol'", "too large")),
+])
+def test_bad_numbers_name_the_users_column(work: Path, value: str,
+                                           words: tuple[str, ...]) -> None:
+    frame = pd.read_csv(work / "wine.csv")
+    frame["alcohol"] = frame["alcohol"].astype(object)
+    frame.loc[0, "alcohol"] = value
+    if value == "1e308":
+        frame.loc[1:5, "alcohol"] = value
+    frame.to_csv(work / "bad.csv", index=False)
+    line = check_refused(work, "value", "bad.csv", "--target", "target", "--out", "out",
+                         *FAST, words=words)
+    assert "X_val" not in line and "column 1" not in line
+
+
+def test_the_cost_estimate_comes_first_and_reaches_the_report(work: Path) -> None:
+    res = tdshap("value", "wine.csv", "--target", "target", "--out", "out", *FAST, cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("cost estimate: about ")
+    assert "evaluations" in res.stdout.splitlines()[0]
+    assert "cost estimate" in (work / "out" / "report.md").read_text()

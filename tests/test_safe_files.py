@@ -1,0 +1,115 @@
+"""Result files, checkpoints and the cleansing fallback, in the library: a damaged or
+edited file is one clear error (never a hang, a traceback from deep inside, or a
+call chosen by the file); a grid model that cannot be fitted is scored as the
+valuation scores one."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import TDShap, ValuationResult, cleanse
+from tdshap.methods.checkpoint.files import CheckpointError, read_checkpoint, write_checkpoint
+from tdshap.result import ResultFileError
+
+
+def _result() -> ValuationResult:
+    return ValuationResult("tdshap", np.array([0.1, -0.2, 0.3]), np.array([2, 3, 1]),
+                           np.array([0.01, 0.02, np.nan]), threshold=-0.1, n_fits=9,
+                           index=np.array(["a", "b", "c"]))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d.pop("algorithm"), lambda d: d.pop("values"),
+    lambda d: d.update(counts=[1, 2]), lambda d: d.update(counts=[1, -2, 3]),
+    lambda d: d.update(values="abc"), lambda d: d.update(config=[1]),
+    lambda d: d.update(n_fits="many"), lambda d: d.update(order=[0, 0, 1]),
+    lambda d: d.update(confidence=2), lambda d: d.update(index=["a"]),
+    lambda d: d.update(variances=[[1], [2], [3]]),
+])
+def test_an_edited_result_file_is_a_result_file_error(tmp_path: Path, edit) -> None:
+    path = _result().save(tmp_path / "r.json")
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultFileError, match=r"r\.json"):
+        ValuationResult.load(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"{", b"[1, 2]", b"null"])
+def test_a_damaged_json_result(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "r.json").write_bytes(content)
+    with pytest.raises(ResultFileError):
+        ValuationResult.load(tmp_path / "r.json")
+
+
+def test_a_damaged_npz_result(tmp_path: Path) -> None:
+    path = _result().save(tmp_path / "r.npz")
+    np.testing.assert_array_equal(ValuationResult.load(path).values, _result().values)
+    (tmp_path / "bad.npz").write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ResultFileError):
+        ValuationResult.load(tmp_path / "bad.npz")
+    with zipfile.ZipFile(tmp_path / "nometa.npz", "w") as z:
+        z.writestr("values.npy", b"x")
+    with pytest.raises(ResultFileError):
+        ValuationResult.load(tmp_path / "nometa.npz")
+    with pytest.raises(ResultFileError, match="does not exist"):
+        ValuationResult.load(tmp_path / "missing.json")
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, ...]:
+    X, y = make_classification(n_samples=90, n_features=4, random_state=0)
+    return X[:60], y[:60], X[60:], y[60:]
+
+
+def _tdshap(path: Path, **kw) -> TDShap:
+    return TDShap(DecisionTreeClassifier(max_depth=2, random_state=0), "accuracy", k=5,
+                  n_min=5, max_iter=3, random_state=0, checkpoint=path, **kw)
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("init_done", -3, "init_done"), ("rounds", 10**9, "rounds"),
+    ("rng", {"bit_generator": "seed"}, "bit generator"), ("k", 7, "'k'"),
+    ("counters", {"n_fits": 1.5}, "n_fits"), ("elapsed", float("nan"), "elapsed"),
+])
+def test_an_edited_checkpoint_is_refused_not_followed(tmp_path: Path, data, field: str,
+                                                      value: object, words: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.tdshap"
+    _tdshap(path).fit(*data)
+    meta, arrays = read_checkpoint(path)
+    meta[field] = value
+    write_checkpoint(path, {k: v for k, v in meta.items() if k not in ("format", "version")},
+                     arrays)
+    seeded = []
+    monkeypatch.setattr(np.random, "seed", lambda *a: seeded.append(a))
+    with pytest.raises(CheckpointError, match=words):
+        _tdshap(path, resume=True).fit(*data)
+    assert not seeded  # nothing the file names is called
+
+
+def test_the_cleansing_falls_back_like_the_valuation(data) -> None:
+    class Flaky(DecisionTreeClassifier):
+        def fit(self, X, y, *args, **kwargs):  # type: ignore[override]
+            if len(X) % 4 == 0:
+                raise RuntimeError(f"no fit on {len(X)} rows")
+            return super().fit(X, y, *args, **kwargs)
+
+    X, y, Xv, yv = data
+    values = np.arange(len(y), dtype=float)
+    c = cleanse(values, Flaky(max_depth=2), X, y, Xv, yv, step=1, max_fraction=0.3)
+    failed = [n for n in c.grid if (len(y) - n) % 4 == 0]
+    assert c.extra["n_failed_fits"] == len(failed) > 0
+    assert c.extra["first_error"] == f"RuntimeError: no fit on {len(y) - failed[0]} rows"
+    majority = np.mean(yv == np.bincount(y[np.sort(np.argsort(values)[failed[0]:])]).argmax())
+    assert c.val_scores[list(c.grid).index(failed[0])] == pytest.approx(majority)
+    with pytest.raises(RuntimeError):
+        cleanse(values, Flaky(max_depth=2), X, y, Xv, yv, step=1, max_fraction=0.3,
+                on_error="raise")
