@@ -124,7 +124,9 @@ class HarmfulRows:
     """What ``find_harmful`` returns: the per-row table, the run behind it, a report.
 
     ``table`` is a plain DataFrame, one row per training row, indexed like
-    the user's data: ``value`` (estimated data Shapley value, metric units),
+    the user's data: ``value`` (lower = more harmful: the mean out-of-bag
+    score of the row's label under the default method, the data Shapley
+    value with ``method="tdshap"``), ``credibly_harmful`` (interval wholly below tau),
     ``ci_low``/``ci_high`` (95% interval), ``stderr``, ``n_pulls``,
     ``is_harmful`` (value <= tau) and ``removed`` (dropped by the cleansing
     protocol). ``run`` holds the :class:`HarmfulRun` (the ``ValuationResult``
