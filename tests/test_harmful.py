@@ -48,12 +48,8 @@ def test_find_harmful_numpy_arrays_and_given_validation() -> None:
     assert rows.run.result.values.shape == (60,)
 
 
-def test_find_harmful_flags_planted_label_noise() -> None:
-    """With the defaults only, flagged rows are enriched in flipped labels.
-
-    Over dataset seeds 0-4 this setting gives 2.1-3.8x the base rate among
-    flagged rows and a recall of 0.40-0.70 (benchmarks/defaults_unseen.py has more).
-    """
+def _flipped_labels() -> tuple[tdshap.HarmfulRows, np.ndarray]:
+    """find_harmful's defaults on 200 rows of which 20 have their label flipped."""
     X, y = make_classification(n_samples=400, n_features=6, n_informative=4, class_sep=1.5,
                                random_state=0)
     y_train = y[:200].copy()
@@ -61,23 +57,21 @@ def test_find_harmful_flags_planted_label_noise() -> None:
     y_train[noisy] = 1 - y_train[noisy]
     rows = tdshap.find_harmful(X[:200], y_train, X_val=X[200:300], y_val=y[200:300],
                                X_test=X[300:], y_test=y[300:], random_state=0)
+    return rows, np.isin(np.arange(200), noisy)
+
+
+def test_find_harmful_flags_planted_label_noise() -> None:
+    """With the defaults only, flagged rows are enriched in flipped labels."""
+    rows, is_noise = _flipped_labels()
     flagged = rows["is_harmful"].to_numpy()
-    is_noise = np.isin(np.arange(200), noisy)
     assert is_noise[flagged].mean() >= 2 * is_noise.mean()
     assert flagged[is_noise].mean() >= 0.4
 
 
-def test_find_harmful_default_is_thresholding_data_oob_and_finds_flipped_labels() -> None:
-    X, y = make_classification(n_samples=400, n_features=6, n_informative=4, class_sep=1.5,
-                               random_state=0)
-    y_train = y[:200].copy()
-    noisy = np.random.default_rng(0).choice(200, 20, replace=False)
-    y_train[noisy] = 1 - y_train[noisy]
-    rows = tdshap.find_harmful(X[:200], y_train, X_val=X[200:300], y_val=y[200:300],
-                               X_test=X[300:], y_test=y[300:], random_state=0)
+def test_find_harmful_default_is_thresholding_data_oob_and_ranks_flipped_labels() -> None:
+    rows, is_noise = _flipped_labels()
     assert rows.run.settings["method"].value == "tdoob"
     assert rows.run.result.algorithm == "tdoob"
-    is_noise = np.isin(np.arange(200), noisy)
     # the 20 lowest values are mostly the flipped rows
     lowest = np.argsort(rows["value"].to_numpy())[:20]
     assert is_noise[lowest].mean() >= 0.7

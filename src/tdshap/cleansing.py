@@ -211,6 +211,15 @@ def cleanse(
     boot_failed = False
     classes = np.unique(ya) if is_classifier(estimator) else None
     failed, first_error = 0, None
+
+    def scored(m: Any) -> tuple[float, np.ndarray | None, float]:
+        """Validation score, validation predictions (prediction metrics) and test score."""
+        pred = m.predict(Xv) if spec.from_predictions is not None else None
+        val = spec.from_predictions(yv, pred) if spec.from_predictions is not None and \
+            pred is not None else spec.score(m, Xv, yv)
+        test = spec.score(m, Xt, yt) if test_scores is not None else np.nan
+        return float(val), pred, float(test)
+
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         model = clone(estimator)
@@ -218,26 +227,16 @@ def cleanse(
             model.set_params(**dict.fromkeys(seed_params, seed))
         try:
             model.fit(Xa[keep], ya[keep])
-            if spec.from_predictions is not None:
-                pred = model.predict(Xv)
-                val_score = spec.from_predictions(yv, pred)
-            else:
-                val_score = spec.score(model, Xv, yv)
-            test_score = spec.score(model, Xt, yt) if test_scores is not None else np.nan
+            val_score, pred, test_score = scored(model)
         except Exception as err:
             if on_error == "raise":
                 raise
             failed += 1
             first_error = first_error or describe_error(err)
             model = fallback_model(ya[keep], classes)
-            if spec.from_predictions is not None:
-                pred = model.predict(Xv)
-                val_score = spec.from_predictions(yv, pred)
-            else:
-                val_score = spec.score(model, Xv, yv)
-            test_score = spec.score(model, Xt, yt) if test_scores is not None else np.nan
+            val_score, pred, test_score = scored(model)
         val_scores[i] = val_score
-        if spec.from_predictions is not None:
+        if pred is not None:
             predictions.append(pred)
         elif idx is not None and not boot_failed:
             fitted: Any = model
