@@ -94,3 +94,13 @@ def test_bad_settings_are_refused() -> None:
         ThresholdingOOB(KNeighborsClassifier(), "r2").fit(X, y)
     with pytest.raises(ValueError, match="k="):
         ThresholdingOOB(KNeighborsClassifier(), k=0).fit(X, y)
+
+
+def test_the_first_pass_stays_at_twenty_bags_for_large_n() -> None:
+    from sklearn.dummy import DummyClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(3000, 2)), rng.integers(0, 2, 3000)
+    est = ThresholdingOOB(DummyClassifier(), max_iter=0, random_state=0).fit(X, y)
+    assert est.k_ == 150 and est.result_.n_fits == 20
+    assert (est.result_.counts >= 1).all()

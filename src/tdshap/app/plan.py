@@ -348,7 +348,8 @@ def _method_settings(method: str, valuer: Any, o: TDShapOptions,
             "eps": Setting(valuer.eps_, o.eps != "auto", _auto_note(
                 o.eps, "auto: 0.3 x the robust spread of the first out-of-bag scores")),
             "k": Setting(valuer.k_, o.k != "auto", _auto_note(
-                o.k, "auto: min(50, N // 10) rows held out of every bag")),
+                o.k, "auto: min(50, N // 10), N // 20 from 1,000 rows: held out of every "
+                "bag")),
             "n_min": Setting(None, False, "not used by thresholding Data-OOB"),
             "max_iter": Setting(valuer.max_iter, "max_iter" in given, "given"
                                 if "max_iter" in given else "default: bags after the first "
