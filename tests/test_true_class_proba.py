@@ -96,3 +96,13 @@ def test_auto_method_is_thresholding_data_oob_and_tdshap_keeps_the_metric() -> N
     assert given.metric == "accuracy"
     paper = make_valuer(KNeighborsClassifier(), "accuracy", set(), "tdshap", o, 0, False, {})
     assert paper.metric == "accuracy"
+
+
+def test_thresholding_oob_gets_the_users_k_and_max_iter() -> None:
+    o = TDShapOptions(k=7, max_iter=3)
+    chosen = make_valuer(KNeighborsClassifier(), "accuracy", {"max_iter"}, "auto", o, 0,
+                         False, {})
+    assert chosen.estimator.k == 7 and chosen.estimator.max_iter == 3
+    default = make_valuer(KNeighborsClassifier(), "accuracy", set(), "auto",
+                          TDShapOptions(), 0, False, {})
+    assert default.estimator.k == "auto" and default.estimator.max_iter == 100

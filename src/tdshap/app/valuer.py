@@ -65,7 +65,7 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
         row_metric = metric if metric in ("neg_mae", "neg_mse", "accuracy") and metric_given \
             else None
         valuer = ThresholdingOOB(estimator, row_metric, tau=options.tau, eps=options.eps,
-                                 max_iter=options.max_iter if "max_iter" in given
+                                 k=options.k, max_iter=options.max_iter if "max_iter" in given
                                  else TDOOB_BAGS, time_budget=options.time_budget,
                                  random_state=seed, progress=progress)
         return Valuer(valuer, chosen, valuer.row_metric(), why)
