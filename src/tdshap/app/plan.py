@@ -273,8 +273,8 @@ def plan(
     if o.time_budget is not None and init_seconds > o.time_budget and not resume:
         raise ParameterError(
             f"the first pass over the N={n} rows ({estimate.init_evaluations:,} evaluations, "
-            "every row valued once) needs about "
-            f"{_duration(init_seconds)}, more than `time_budget` of {o.time_budget:g} s: "
+            f"every row valued once) needs {_duration(init_seconds)}, more than `time_budget` "
+            f"of {o.time_budget:g} s: "
             "raise the budget, value fewer rows, or choose a faster model.", "time_budget")
     return RunPlan(data, estimator, model_name, model_about, dict(params or {}), metric, o,
                    valuer.estimator, valuer.method, valuer.why, valuer.metric, cut, seed,
