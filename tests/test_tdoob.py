@@ -9,7 +9,8 @@ from sklearn.datasets import make_blobs
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from tdshap.methods.tdoob import ThresholdingOOB, row_scores
+from tdshap.methods.tdoob import ThresholdingOOB
+from tdshap.utility.metrics import row_scores
 
 
 class Memorizer(ClassifierMixin, BaseEstimator):

@@ -24,7 +24,8 @@ from sklearn.base import clone
 
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
-from tdshap.utility.base import _constant_prediction, random_state_params
+from tdshap.utility.base import fallback_model, random_state_params
+from tdshap.utility.metrics import row_scores
 
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
 #: tau="auto" for regression flags rows whose out-of-bag error exceeds this many robust sigmas
@@ -41,23 +42,20 @@ def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classif
     if len(oob) == 0:
         return oob, np.empty(0), False
     fallback = classifier and len(np.unique(y[bag])) < 2
+    metric = "accuracy" if classifier else "neg_mse"
     if not fallback:
         model = clone(estimator)
         params = random_state_params(model)
         if params:
             model.set_params(**dict.fromkeys(params, int(rng.integers(2**31))))
         try:
-            pred = model.fit(X[bag], y[bag]).predict(X[oob])
+            return oob, row_scores(model.fit(X[bag], y[bag]), X[oob], y[oob], metric), False
         except Exception:
             if on_error == "raise":
                 raise
-            fallback = True
-    if fallback:  # one class in the bag, or a failed fit: predict the bag's constant
-        pred = np.full(len(oob), _constant_prediction(y[bag], classifier))
-    if classifier:
-        return oob, (pred == y[oob]).astype(float), fallback
-    diff = np.asarray(pred, dtype=float) - np.asarray(y[oob], dtype=float)
-    return oob, -(diff * diff), fallback
+    # one class in the bag, or a failed fit: predict the bag's constant
+    constant = fallback_model(y[bag], np.unique(y) if classifier else None)
+    return oob, row_scores(constant, X[oob], y[oob], metric), True
 
 
 class DataOOB(DirectValuation):

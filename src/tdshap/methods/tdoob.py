@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from tdshap._validation import check_number
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.thresholds import marginal_scale
 from tdshap.methods.base import BaseValuation
@@ -42,23 +43,7 @@ from tdshap.methods.progress import RunProgress
 from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
 from tdshap.result import ValuationResult
 from tdshap.utility.base import Utility, random_state_params
-from tdshap.utility.metrics import TRUE_CLASS_PROBA
-
-ROW_METRICS = ("true_class_proba", "accuracy", "neg_mae", "neg_mse")
-
-
-def row_scores(model: Any, X: np.ndarray, y: np.ndarray, metric: str) -> np.ndarray:
-    """Each row's score under ``metric`` (higher is better) from a fitted ``model``."""
-    if metric == TRUE_CLASS_PROBA:
-        proba = np.asarray(model.predict_proba(X), dtype=float)
-        classes = np.asarray(model.classes_)
-        pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-        return np.where(classes[pos] == y, proba[np.arange(len(y)), pos], 0.0)
-    pred = model.predict(X)
-    if metric == "accuracy":
-        return (pred == y).astype(float)
-    err = np.asarray(y, dtype=float) - np.asarray(pred, dtype=float)
-    return -np.abs(err) if metric == "neg_mae" else -(err * err)
+from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA, row_scores
 
 
 class ThresholdingOOB(BaseValuation):
@@ -127,8 +112,7 @@ class ThresholdingOOB(BaseValuation):
         self.random_state = random_state
         self.progress = progress
 
-    seed_mode = "chain"
-    fast_path = False
+    seed_mode = "chain"  # read by the common checks; bags draw their own seeds
 
     def row_metric(self) -> str:
         if self.metric is None:
@@ -142,18 +126,17 @@ class ThresholdingOOB(BaseValuation):
 
     def _check_params(self, n: int) -> None:
         for name in ("tau", "eps"):
-            value = getattr(self, name)
-            if value != "auto" and not isinstance(value, int | float):
-                raise ValueError(f"{name}={value!r} must be a number or 'auto'.")
-        if self.eps != "auto" and float(self.eps) < 0:
-            raise ValueError(f"eps={self.eps!r} must be >= 0.")
+            if getattr(self, name) != "auto":
+                check_number(getattr(self, name), name, low=0 if name == "eps" else None,
+                             hint="It is in units of the per-row score, or 'auto'.")
         if self.k == "auto":
             self.k_ = max(1, min(50, n // 10)) if n < 1000 else n // 20
-        elif isinstance(self.k, int | np.integer) and 1 <= self.k <= n - 1:
-            self.k_ = int(self.k)
         else:
-            raise ValueError(f"k={self.k!r} must be 'auto' or a whole number in 1..N-1 "
-                             f"(N={n}).")
+            check_number(self.k, "k", low=1, integer=True, hint=f"Use 1 <= k < N (N={n}).")
+            if int(self.k) >= n:
+                raise ValueError(f"k={self.k!r} must be 'auto' or a whole number in 1..N-1 "
+                                 f"(N={n}).")
+            self.k_ = int(self.k)
         self._stop: StoppingCriterion = build_stopping(max_rounds=self.max_iter,
                                                        time_budget=self.time_budget)
 

@@ -44,6 +44,31 @@ def _r2(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 TRUE_CLASS_PROBA = "true_class_proba"
 
 
+ROW_METRICS = (TRUE_CLASS_PROBA, "accuracy", "neg_mae", "neg_mse")
+
+
+def row_scores(model: Any, X: np.ndarray, y: np.ndarray, metric: str) -> np.ndarray:
+    """Each row's own score under ``metric`` (higher is better) from a fitted ``model``.
+
+    ``true_class_proba``: the predicted probability of the row's class (0 for a
+    class the model never saw); ``accuracy``: 1/0; ``neg_mae`` / ``neg_mse``:
+    minus the absolute / squared error. Out-of-bag methods score single rows
+    with it; the mean over rows is the metric itself.
+    """
+    if metric == TRUE_CLASS_PROBA:
+        proba = np.asarray(model.predict_proba(X), dtype=float)
+        classes = np.asarray(model.classes_)
+        pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+        return np.where(classes[pos] == y, proba[np.arange(len(y)), pos], 0.0)
+    if metric not in ROW_METRICS:
+        raise ValueError(f"metric={metric!r} has no per-row score: use one of {ROW_METRICS}.")
+    pred = model.predict(X)
+    if metric == "accuracy":
+        return np.asarray(pred == y, dtype=float)
+    err = np.asarray(y, dtype=float) - np.asarray(pred, dtype=float)
+    return -np.abs(err) if metric == "neg_mae" else -(err * err)
+
+
 def _true_class_proba_scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
     """Mean predicted probability of each validation row's true class (0 if unseen).
 
@@ -52,11 +77,7 @@ def _true_class_proba_scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> fl
     row's marginals carry information after a few pulls. For k-NN with uniform
     weights it is the utility of exact k-NN Shapley (Jia et al., 2019).
     """
-    proba = np.asarray(estimator.predict_proba(X), dtype=float)
-    classes = np.asarray(estimator.classes_)
-    pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    seen = classes[pos] == y
-    return float(np.mean(np.where(seen, proba[np.arange(len(y)), pos], 0.0)))
+    return float(np.mean(row_scores(estimator, X, y, TRUE_CLASS_PROBA)))
 
 
 # name -> (prediction metric, task, how the width of one marginal is bounded)
