@@ -9,11 +9,15 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from tdshap import ValuationResult, cleanse
+from tdshap.cleansing import _row_brier
 from tdshap.cut import (
+    ELIGIBLE_N_SE,
+    EligibleTest,
     bootstrap_curves,
     bootstrap_indices,
     choose_cut,
     eligible_rows,
+    eligible_test,
 )
 from tdshap.utility.metrics import resolve_metric
 
@@ -177,3 +181,76 @@ def test_one_se_with_a_scorer_that_needs_the_model(breast_cancer_small):
                 metric="neg_brier_score", n_bootstrap=40)
     assert c.evidence is not None and c.evidence.n_bootstrap == 40
     assert np.isfinite(c.evidence.se_best) and c.evidence.se_best > 0
+
+
+# -- the one comparison named before scoring: remove exactly the eligible rows --------------
+def test_the_eligible_cut_is_taken_on_one_comparisons_evidence():
+    # +0.018 at n = 20 with SE 0.01: 1.8 SE, not the 2 SE a cut picked among many needs
+    gains = np.array([0, 0.01, 0.018, 0.017, 0.01, 0.0, -0.01, -0.02])
+    val = 0.8 + gains
+    boot = _boot(val, 0.01)
+    plain = choose_cut(GRID, val, boot, n_eligible=20)
+    assert plain.n_chosen == 0
+    test = eligible_test(GRID, val, boot, 20, ELIGIBLE_N_SE)
+    assert test is not None and test.score == "metric" and test.passed
+    e = choose_cut(GRID, val, boot, n_eligible=20, eligible=test)
+    assert e.n_chosen == 20 and e.eligible == test and e.gain_chosen == pytest.approx(0.018)
+    assert "removing the 20 rows credibly below tau" in e.reason and "needed 1.645" in e.reason
+    # the same evidence at two SEs (values that saw the validation rows) is not enough
+    strict = eligible_test(GRID, val, boot, 20, 2.0)
+    assert strict is not None and not strict.passed
+    assert choose_cut(GRID, val, boot, n_eligible=20, eligible=strict).n_chosen == 0
+    # the paper's rule ignores it
+    assert choose_cut(GRID, val, boot, rule="paper", eligible=test).n_chosen == 20
+
+
+def test_the_eligible_cut_needs_the_users_metric_not_to_fall():
+    passed = EligibleTest(20, "brier", gain=0.05, se=0.01, n_se=1.645, metric_gain=0.0)
+    assert passed.passed
+    assert not dataclasses.replace(passed, metric_gain=-0.01).passed
+    assert not dataclasses.replace(passed, gain=0.01).passed  # 1 SE
+    assert not dataclasses.replace(passed, n=0).passed
+
+
+def test_a_larger_credible_cut_is_not_shrunk_by_the_eligible_test():
+    gains = np.array([0, 0.03, 0.06, 0.093, 0.095, 0.1, 0.1, 0.098])
+    val = 0.8 + gains
+    boot = _boot(val, 0.01)
+    test = eligible_test(GRID, val, boot, 10, ELIGIBLE_N_SE)
+    assert test is not None and test.passed
+    assert choose_cut(GRID, val, boot, eligible=test).n_chosen == 30
+
+
+def test_row_brier_gives_a_class_the_model_never_saw_probability_zero():
+    X = np.array([[0.0], [0.1], [1.0], [1.1]])
+    model = KNeighborsClassifier(1).fit(X, np.array([0, 0, 1, 1]))
+    classes = np.array([0, 1, 2])
+    scores = _row_brier(model, np.array([[0.05], [1.05]]), np.array([0, 2]), classes)
+    # row 0: p = (1, 0, 0), true 0 -> 0; row 1: p = (0, 1, 0), true 2 -> 1 + 1 = 2
+    assert scores is not None and scores.tolist() == [0.0, -2.0]
+    assert _row_brier(model, X[:1], np.array([7]), classes) is None  # a label it cannot score
+
+
+def test_cleanse_takes_the_eligible_cut_of_out_of_bag_values(breast_cancer_small):
+    d = breast_cancer_small
+    X, y = d.train
+    rng = np.random.default_rng(1)
+    flipped = rng.choice(len(y), 6, replace=False)
+    y = y.copy()
+    y[flipped] = 1 - y[flipped]
+    n = len(y)
+    values = np.zeros(n)
+    values[flipped] = -1.0
+    r = ValuationResult("tdoob", values, np.full(n, 40), np.full(n, 1e-4), threshold=-0.5,
+                        extra={"validation_free": True})
+    c = cleanse(r, KNeighborsClassifier(3), X, y, *d.val, *d.test, step=5, rule="one_se")
+    e = c.evidence
+    assert e is not None and e.n_eligible == 6 and e.eligible is not None
+    assert e.eligible.score == "brier" and e.eligible.n_se == ELIGIBLE_N_SE
+    assert e.eligible.passed and c.n_remove == 6
+    assert sorted(c.removed.tolist()) == sorted(flipped.tolist())
+    # the same values from the validation rows: the test asks for n_se
+    seen = dataclasses.replace(r, extra={})
+    c2 = cleanse(seen, KNeighborsClassifier(3), X, y, *d.val, *d.test, step=5, rule="one_se")
+    assert c2.evidence is not None and c2.evidence.eligible is not None
+    assert c2.evidence.eligible.n_se == 2.0

@@ -29,6 +29,7 @@ from tdshap.cut import (
     DEFAULT_ALPHA,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_N_SE,
+    ELIGIBLE_N_SE,
     CutEvidence,
     bootstrap_curves,
     bootstrap_indices,
@@ -36,6 +37,7 @@ from tdshap.cut import (
     check_rule,
     choose_cut,
     eligible_rows,
+    eligible_test,
 )
 from tdshap.result import ValuationResult
 from tdshap.utility.base import describe_error, fallback_model, random_state_params
@@ -211,6 +213,10 @@ def cleanse(
     boot_failed = False
     classes = np.unique(ya) if is_classifier(estimator) else None
     failed, first_error = 0, None
+    # minus the Brier score of each validation row, for the eligible cut's test
+    brier: dict[int, np.ndarray] = {}
+    wants_brier = (n_eligible is not None and n_eligible > 0 and classes is not None
+                   and hasattr(estimator, "predict_proba"))
 
     def scored(m: Any) -> tuple[float, np.ndarray | None, float]:
         """Validation score, validation predictions (prediction metrics) and test score."""
@@ -236,6 +242,10 @@ def cleanse(
             model = fallback_model(ya[keep], classes)
             val_score, pred, test_score = scored(model)
         val_scores[i] = val_score
+        if wants_brier and classes is not None and n_remove in (0, n_eligible):
+            scores = _row_brier(model, Xv, yv, classes)
+            if scores is not None:
+                brier[int(n_remove)] = scores
         if pred is not None:
             predictions.append(pred)
         elif idx is not None and not boot_failed:
@@ -255,7 +265,15 @@ def cleanse(
         boot = bootstrap_curves(spec, yv, np.stack(predictions), idx)
     elif idx is not None and not boot_failed:
         boot = np.stack(boot_columns, axis=1)
-    evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible)
+    test = None
+    if rule == "one_se" and n_eligible:
+        # values from out-of-bag rows never saw the validation rows: one honest comparison
+        free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
+        pair = (brier[0], brier[n_eligible]) if len(brier) == 2 else None
+        test = eligible_test(grid, val_scores, boot, n_eligible,
+                             ELIGIBLE_N_SE if free else n_se, pair, idx)
+    evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible,
+                          eligible=test)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     n_remove = evidence.n_chosen
     return CleansingResult(
@@ -274,6 +292,25 @@ def cleanse(
         evidence=evidence,
         extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error},
     )
+
+
+def _row_brier(model: Any, X: np.ndarray, y: np.ndarray, classes: np.ndarray
+               ) -> np.ndarray | None:
+    """Minus the Brier score of each row (higher is better); None without probabilities."""
+    try:
+        proba = np.asarray(model.predict_proba(X), dtype=float)
+    except Exception:  # a model without usable probabilities: the test uses the metric
+        return None
+    if not np.all(np.isin(y, classes)):
+        return None
+    full = np.zeros((len(X), len(classes)))
+    # a model fitted without some class gives it no column: probability 0
+    cols = np.searchsorted(classes, np.asarray(model.classes_))
+    if proba.shape != (len(X), len(cols)) or not np.all(classes[cols] == model.classes_):
+        return None
+    full[:, cols] = proba
+    full[np.arange(len(y)), np.searchsorted(classes, y)] -= 1.0
+    return -np.sum(full**2, axis=1)
 
 
 def _display(metric: str, scores: np.ndarray) -> tuple[np.ndarray, str]:

@@ -16,9 +16,19 @@ instead:
    error of the best credible gain is chosen (Breiman's one-SE rule), and
 4. no credible cut means nothing is removed.
 
-When the ranking comes with intervals and a threshold (TDShap), only rows
-whose interval lies wholly below the threshold, with every row tested at
-once, may be removed by this rule (``n_eligible`` caps the cut).
+When the ranking comes with intervals and a threshold (TDShap, thresholding
+Data-OOB), only rows whose interval lies wholly below the threshold, with
+every row tested at once, may be removed by this rule (``n_eligible`` caps
+the cut). Those rows also give one cut named before any validation score is
+seen: remove exactly them. That single comparison (:class:`EligibleTest`)
+needs no allowance for picking the best of many cuts, so it is made at a
+one-sided 5% level (1.645 SE) when the values did not come from the
+validation rows (out-of-bag values: ``extra["validation_free"]``), else at
+``n_se``; for classifiers with probabilities it is judged on the Brier score
+of the validation rows, a proper score that sees a label fixed where
+accuracy sees nothing until a prediction flips, and the user's metric on
+validation must not fall. It is taken when it passes and removes more than
+steps 1-4 would.
 
 The validation rows that judge the cut also valued the rows, so a cut's
 validation gain is optimistic (the rows were chosen for hurting these very
@@ -47,6 +57,8 @@ DEFAULT_N_BOOTSTRAP = 500
 # rows that valued the rows, both of which bias it upwards (a one-sided test at about 2.5%)
 DEFAULT_N_SE = 2.0
 DEFAULT_ALPHA = 0.05  # family-wise, over all rows: see eligible_rows
+# One pre-specified comparison at a one-sided 5% level: see EligibleTest
+ELIGIBLE_N_SE = 1.645
 
 
 def check_rule(rule: str) -> str:
@@ -56,6 +68,63 @@ def check_rule(rule: str) -> str:
                          "the validation gain beats its noise) or 'paper' (the best validation "
                          "score, the paper's protocol).")
     return rule
+
+
+@dataclass(frozen=True)
+class EligibleTest:
+    """The one cut named before the validation scores: remove the credibly harmful rows.
+
+    ``gain``/``se``: validation gain of the cut over keeping all rows and its
+    paired-bootstrap standard error, in units of ``score`` (``"brier"``: minus
+    the Brier score, for classifiers with probabilities; otherwise the
+    user's metric); ``metric_gain``: the gain in the user's metric, which
+    must not be negative; ``n_se``: the standard errors needed.
+    """
+
+    n: int
+    score: str
+    gain: float
+    se: float
+    n_se: float
+    metric_gain: float
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.n > 0 and self.gain > 0 and self.gain > self.n_se * self.se
+                    and self.metric_gain >= 0)
+
+    def describe(self) -> str:
+        k = self.gain / self.se if self.se > 0 else np.inf
+        score = "Brier score" if self.score == "brier" else self.score
+        return (f"removing the {self.n} rows credibly below tau gains {_signed(self.gain)} in "
+                f"validation {score}, {k:.1f} SE (needed {self.n_se:g}: one comparison named "
+                f"before scoring), and {_signed(self.metric_gain)} in the validation metric")
+
+
+def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None,
+                  n_eligible: int | None, n_se: float,
+                  row_scores: tuple[np.ndarray, np.ndarray] | None = None,
+                  idx: np.ndarray | None = None) -> EligibleTest | None:
+    """The :class:`EligibleTest` of one removal curve; None when it cannot be made.
+
+    ``row_scores``: per-validation-row smooth scores (minus the Brier score)
+    of the model on all rows and of the model without the eligible rows,
+    resampled with ``idx``; without them the test uses the curve's own
+    bootstrap ``boot``.
+    """
+    grid = np.asarray(grid)
+    if not n_eligible or boot is None or len(boot) < 2 or n_eligible not in grid:
+        return None
+    i = int(np.flatnonzero(grid == n_eligible)[0])
+    metric_gain = float(val_scores[i] - val_scores[0])
+    if row_scores is not None and idx is not None:
+        diff = row_scores[1] - row_scores[0]
+        means = diff[idx].mean(axis=1)
+        return EligibleTest(int(n_eligible), "brier", float(diff.mean()),
+                            float(np.std(means, ddof=1)), float(n_se), metric_gain)
+    boot_gain = boot[:, i] - boot[:, 0]
+    return EligibleTest(int(n_eligible), "metric", metric_gain,
+                        float(np.std(boot_gain, ddof=1)), float(n_se), metric_gain)
 
 
 @dataclass(frozen=True)
@@ -78,6 +147,7 @@ class CutEvidence:
     n_bootstrap: int
     n_eligible: int | None
     reason: str
+    eligible: EligibleTest | None = None
 
     @property
     def removed_nothing(self) -> bool:
@@ -123,14 +193,30 @@ def _signed(x: float) -> str:
 
 def choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None, *,
                rule: str = "one_se", n_se: float = DEFAULT_N_SE,
-               n_eligible: int | None = None) -> CutEvidence:
+               n_eligible: int | None = None,
+               eligible: EligibleTest | None = None) -> CutEvidence:
     """Apply ``rule`` to one removal curve.
 
     ``grid`` holds the cuts (``grid[0] == 0``), ``val_scores`` their validation
     scores and ``boot`` the ``(n_boot, len(grid))`` bootstrap scores (or None:
     then ``"one_se"`` has no evidence and removes nothing). ``n_eligible``
-    caps the cut of ``"one_se"``.
+    caps the cut of ``"one_se"``; ``eligible`` (:func:`eligible_test`) may
+    then take the cut of exactly the eligible rows.
     """
+    chosen = _choose_cut(grid, val_scores, boot, rule, n_se, n_eligible)
+    if rule == "paper" or eligible is None:
+        return chosen
+    if eligible.passed and eligible.n > chosen.n_chosen:
+        i = int(np.flatnonzero(np.asarray(grid) == eligible.n)[0])
+        gains = np.asarray(val_scores, dtype=float) - float(val_scores[0])
+        se = np.nan if boot is None else float(np.std(boot[:, i] - boot[:, 0], ddof=1))
+        return dataclasses.replace(chosen, n_chosen=eligible.n, gain_chosen=float(gains[i]),
+                                   se_chosen=se, reason=eligible.describe(), eligible=eligible)
+    return dataclasses.replace(chosen, eligible=eligible)
+
+
+def _choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None,
+                rule: str, n_se: float, n_eligible: int | None) -> CutEvidence:
     check_rule(rule)
     grid = np.asarray(grid)
     scores = np.asarray(val_scores, dtype=float)

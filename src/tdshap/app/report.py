@@ -262,11 +262,19 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
                         f" {e.n_eligible} rows are credibly below tau (interval below tau with "
                         "all rows tested at once, Bonferroni) and are ranked first; only they "
                         "may be removed.")
+            named = "" if e.eligible is None else (
+                " One cut was named before any score was seen, removing exactly those rows; "
+                f"it is taken when it beats its own noise: {e.eligible.describe()} "
+                f"({'passed' if e.eligible.passed else 'not passed'}).")
+            optimistic = (" The values did not use the validation rows (out of bag), so the "
+                          "validation gains are not inflated by the valuation."
+                          if r.extra.get("validation_free") else
+                          " The same validation rows valued the rows, so validation gains "
+                          "are optimistic; the test score is the honest one.")
             evidence = (f" Evidence: the gain of each cut over keeping all rows, with its "
                         f"standard error from {e.n_bootstrap} paired bootstrap resamples of the "
                         f"validation rows; a cut counts only when its gain exceeds "
-                        f"{e.n_se:g} SE.{credible} The same validation rows valued the rows, "
-                        "so validation gains are optimistic; the test score is the honest one.")
+                        f"{e.n_se:g} SE.{credible}{named}{optimistic}")
         parts.append(
             "## Before and after cleansing\n"
             f"Training rows ranked by value, lowest first; the model was refitted without the "

@@ -180,5 +180,7 @@ class DataOOB(DirectValuation):
         self._finish(values=values, counts=counts, variances=np.maximum(variances, 0.0),
                      n_fits=len(bags) - fallbacks,
                      extra={"task": task, "n_estimators": int(self.n_estimators),
-                            "fallback_bags": fallbacks})
+                            "fallback_bags": fallbacks,
+                            # out-of-bag scores: the validation rows judge the cut unbiased
+                            "validation_free": True})
         return self

@@ -244,5 +244,7 @@ class ThresholdingOOB(BaseValuation):
             threshold=state.tau,
             extra={"tau": state.tau, "eps": state.eps, "k": self.k_, "rounds": self.rounds_,
                    "metric": self.metric_, "stopped_by": fired,
-                   "unpulled": int(np.sum(state.counts == 0))},
+                   "unpulled": int(np.sum(state.counts == 0)),
+                   # out-of-bag rewards: the validation rows judge the cut unbiased
+                   "validation_free": True},
         )
