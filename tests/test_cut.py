@@ -254,3 +254,13 @@ def test_cleanse_takes_the_eligible_cut_of_out_of_bag_values(breast_cancer_small
     c2 = cleanse(seen, KNeighborsClassifier(3), X, y, *d.val, *d.test, step=5, rule="one_se")
     assert c2.evidence is not None and c2.evidence.eligible is not None
     assert c2.evidence.eligible.n_se == 2.0
+
+
+def test_a_result_may_name_the_interval_of_its_eligibility_test():
+    # rows 0-1: sure (tiny own spread) but the pooled floor, set by the noisy rows, is wide
+    values = np.array([0.02, 0.03, 0.5, 0.6, 0.4, 0.7, 0.55, 0.45])
+    variances = np.array([1e-4, 1e-4, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2])
+    r = ValuationResult("tdoob", values, np.full(8, 60), variances, threshold=0.1)
+    assert not eligible_rows(r).any()  # pooled: no row is credible
+    named = dataclasses.replace(r, extra={"eligibility_interval": "moderated"})
+    assert eligible_rows(named).tolist() == [True, True] + [False] * 6

@@ -280,7 +280,9 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
     row, about one clean row in twenty would be eligible by chance (more
     where the intervals are narrow), which is the share this rule must not
     remove on clean data. The interval is the result's own ``ci_high`` at
-    that confidence (its ``is_credibly_harmful`` at that confidence). Only a
+    that confidence (its ``is_credibly_harmful`` at that confidence), with the
+    interval the result names in ``extra["eligibility_interval"]`` when it
+    names one. Only a
     result with a threshold and intervals can say this; a row without an
     interval is not eligible.
     """
@@ -291,7 +293,10 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
         raise ValueError(f"alpha={alpha!r} must be between 0 and 1 (exclusive).")
     n = len(values.values)
     if isinstance(values, ValuationResult):
-        values = dataclasses.replace(values, confidence=1.0 - 2.0 * alpha / max(n, 1))
+        # a method may name the interval its test should use (see ThresholdingOOB)
+        interval = values.extra.get("eligibility_interval", values.interval)
+        values = dataclasses.replace(values, confidence=1.0 - 2.0 * alpha / max(n, 1),
+                                     interval=interval)
     if hasattr(values, "is_credibly_harmful"):
         return np.asarray(values.is_credibly_harmful, dtype=bool)
     with np.errstate(invalid="ignore"):
