@@ -130,15 +130,20 @@ def test_eligible_rows_test_every_row_at_once():
     assert eligible_rows(dataclasses.replace(r, threshold=None)) is None
 
 
-def test_cleanse_rules_on_planted_flips(breast_cancer_small):
-    d = breast_cancer_small
-    X, y = d.train
-    rng = np.random.default_rng(0)
-    flipped = rng.choice(len(y), 12, replace=False)
+def _flip(y: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(y with n binary labels flipped, the flipped rows, a perfect ranking of them)``."""
+    flipped = np.random.default_rng(seed).choice(len(y), n, replace=False)
     y = y.copy()
     y[flipped] = 1 - y[flipped]
     values = np.zeros(len(y))
-    values[flipped] = -1.0  # a perfect ranking
+    values[flipped] = -1.0
+    return y, flipped, values
+
+
+def test_cleanse_rules_on_planted_flips(breast_cancer_small):
+    d = breast_cancer_small
+    X, y = d.train
+    y, _, values = _flip(y, 12, seed=0)
     est = KNeighborsClassifier(3)
     paper = cleanse(values, est, X, y, *d.val, *d.test, step=4)
     assert paper.rule == "paper" and paper.n_remove == paper.n_best
@@ -234,13 +239,8 @@ def test_row_brier_gives_a_class_the_model_never_saw_probability_zero():
 def test_cleanse_takes_the_eligible_cut_of_out_of_bag_values(breast_cancer_small):
     d = breast_cancer_small
     X, y = d.train
-    rng = np.random.default_rng(1)
-    flipped = rng.choice(len(y), 6, replace=False)
-    y = y.copy()
-    y[flipped] = 1 - y[flipped]
+    y, flipped, values = _flip(y, 6, seed=1)
     n = len(y)
-    values = np.zeros(n)
-    values[flipped] = -1.0
     r = ValuationResult("tdoob", values, np.full(n, 40), np.full(n, 1e-4), threshold=-0.5,
                         extra={"validation_free": True})
     c = cleanse(r, KNeighborsClassifier(3), X, y, *d.val, *d.test, step=5, rule="one_se")
