@@ -248,6 +248,20 @@ class NeighborLists:
         return np.where(ok, scores, np.nan), ~ok
 
 
+def oob_path_problem(estimator: Any, n: int, fast_path: Any) -> str | None:
+    """Why a bagging run on ``n`` rows would refit every bag, or None when the
+    out-of-bag neighbour lists apply (checked without searching)."""
+    if not fast_path:
+        return "fast_path=False"
+    try:
+        k = check_eligible(estimator)
+    except NotEligible as why:
+        return str(why)
+    depth = max(1, min(oob_depth(k), n - 1))
+    return over_budget(f"the neighbour lists of {n:,} rows x {depth} entries",
+                       ENTRY_BYTES * n * depth)
+
+
 def oob_lists(estimator: Any, X: np.ndarray, y: np.ndarray,
               fast_path: Any) -> tuple[NeighborLists | None, str]:
     """Out-of-bag neighbour lists when ``fast_path`` is on and they apply, and a line
