@@ -163,3 +163,26 @@ def test_cleanse_with_lists_equals_cleanse_with_refits(monkeypatch: pytest.Monke
     np.testing.assert_array_equal(fast.val_scores, plain.val_scores)
     np.testing.assert_array_equal(fast.test_scores, plain.test_scores)
     assert fast.n_remove == plain.n_remove
+
+
+@pytest.mark.slow
+def test_search_on_a_multi_process_dask_cluster_equals_one_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    import tdshap.utility.fast.neighbor_lists as nl
+
+    monkeypatch.setattr(nl, "SEARCH_BLOCK", 64)  # several blocks, spread over the workers
+    X, y = _classes(500, seed=9)
+    here = ThresholdingOOB(KNeighborsClassifier(5), max_iter=10, random_state=3).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        there = ThresholdingOOB(KNeighborsClassifier(5), max_iter=10, random_state=3,
+                                backend=client).fit(X, y)
+        lists_here = NeighborLists(KNeighborsClassifier(5), X, y)
+        lists_there = NeighborLists(KNeighborsClassifier(5), X, y, client=client)
+    np.testing.assert_array_equal(lists_here.index, lists_there.index)
+    np.testing.assert_array_equal(lists_here.dist2, lists_there.dist2)
+    np.testing.assert_array_equal(here.values_, there.values_)
+    np.testing.assert_array_equal(here.counts_, there.counts_)
+    assert "on 2 Dask workers" in there.result_.extra["path_note"]

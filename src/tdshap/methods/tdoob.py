@@ -91,6 +91,12 @@ class ThresholdingOOB(BaseValuation):
         ``extra["fast_path"]`` names the path taken and ``extra["path_note"]``
         why (for other models, or lists over the memory budget: every bag
         is refitted, and the note says so). ``False``: always refit.
+    backend:
+        Where the neighbour lists are searched (the part of a large k-NN run that
+        grows with N squared): ``"loky"`` (the default) here; ``"dask"`` (the
+        running client, else a private ``LocalCluster`` of single-threaded
+        processes) or a ``dask.distributed.Client`` on the cluster's workers,
+        blocks of rows at a time, with the same values as here.
     """
 
     algorithm = "tdoob"
@@ -110,6 +116,7 @@ class ThresholdingOOB(BaseValuation):
         random_state: Any = None,
         progress: bool = False,
         fast_path: bool = True,
+        backend: Any = "loky",
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -124,6 +131,7 @@ class ThresholdingOOB(BaseValuation):
         self.random_state = random_state
         self.progress = progress
         self.fast_path = fast_path
+        self.backend = backend
 
     seed_mode = "chain"  # read by the common checks; bags draw their own seeds
 
@@ -165,7 +173,7 @@ class ThresholdingOOB(BaseValuation):
         start = time.perf_counter()
         try:
             self._lists, self.path_note_ = oob_lists(utility.estimator, utility.X, utility.y,
-                                                     self.fast_path)
+                                                     self.fast_path, self._executor)
             self.refit_rows_ = 0
             self.fast_path_used_ = None if self._lists is None else "kneighbors lists"
             state = self._run(utility, rng, start)

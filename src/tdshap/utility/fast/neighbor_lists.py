@@ -111,11 +111,15 @@ class NeighborLists:
     budget:
         Bytes the lists may take (``None``: :func:`memory_budget`); lists that
         would take more raise :class:`NotEligible` before anything is searched.
+    client:
+        A ``dask.distributed.Client``: the blocks of query rows are searched on
+        its workers (the training rows are scattered once); ``None``: here.
+        The lists are the same either way (each block is the same computation).
     """
 
     def __init__(self, estimator: Any, X: np.ndarray, y: np.ndarray,
                  queries: np.ndarray | None = None, depth: int | None = None,
-                 budget: int | None = None) -> None:
+                 budget: int | None = None, client: Any = None) -> None:
         self.k = check_eligible(estimator)
         self.estimator = estimator
         self.classifier = is_classifier(estimator)
@@ -143,7 +147,7 @@ class NeighborLists:
                 raise NotEligible("k-NN regression needs a numeric target.")
             self.target = np.asarray(y, dtype=float)
         started = time.perf_counter()
-        self.index, self.dist2 = self._search(X, Q)
+        self.index, self.dist2 = self._search(X, Q, client)
         # a squared distance's rounding bound (see tdshap.utility.fast.neighbors)
         norms = np.einsum("ij,ij->i", Q, Q) + float(np.max(np.einsum("ij,ij->i", X, X)))
         self.tie = TIE_MARGIN * 2 * (X.shape[1] + 2) * EPS * norms
@@ -152,26 +156,27 @@ class NeighborLists:
                          else np.full(m, np.inf))
         self.search_seconds = time.perf_counter() - started
 
-    def _search(self, X: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        m, depth = len(Q), self.depth
-        extra = 1 if self.exclude_self else 0
-        index = np.empty((m, depth), dtype=np.int32)
-        dist2 = np.empty((m, depth))
-        search = NearestNeighbors(n_neighbors=depth + extra, algorithm="brute").fit(X)
+    def _search(self, X: np.ndarray, Q: np.ndarray,
+                client: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        m = len(Q)
         # scikit-learn chunks each block's distances by working_memory (MiB)
         working = max(16, min(1024, self.budget // 4 // 2**20))
-        with config_context(working_memory=working):
-            for lo in range(0, m, SEARCH_BLOCK):
-                hi = min(m, lo + SEARCH_BLOCK)
-                found = search.kneighbors(Q[lo:hi], return_distance=False)
-                if extra:
-                    found = _drop_self(found, np.arange(lo, hi))
-                # exact squared distances, ties ordered by row number
-                diff = X[found] - Q[lo:hi, None, :]
-                d2 = np.einsum("ijk,ijk->ij", diff, diff)
-                order = np.lexsort((found, d2), axis=-1)
-                index[lo:hi] = np.take_along_axis(found, order, axis=1)
-                dist2[lo:hi] = np.take_along_axis(d2, order, axis=1)
+        blocks = [(lo, min(m, lo + SEARCH_BLOCK)) for lo in range(0, m, SEARCH_BLOCK)]
+        if client is None:
+            parts = [_search_block(X, Q, lo, hi, self.depth, self.exclude_self, working)
+                     for lo, hi in blocks]
+        else:  # the blocks are independent: the cluster's workers search them
+            x_future = client.scatter(X, broadcast=True, hash=False)
+            q_future = x_future if Q is X else client.scatter(Q, broadcast=True, hash=False)
+            futures = [client.submit(_search_block, x_future, q_future, lo, hi, self.depth,
+                                     self.exclude_self, working, pure=False)
+                       for lo, hi in blocks]
+            parts = client.gather(futures)
+            for f in (x_future, q_future):
+                f.release()
+        index = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, self.depth),
+                                                                             dtype=np.int32)
+        dist2 = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, self.depth))
         return index, dist2
 
     # -- predictions --------------------------------------------------------
@@ -262,20 +267,26 @@ def oob_path_problem(estimator: Any, n: int, fast_path: Any) -> str | None:
                        ENTRY_BYTES * n * depth)
 
 
-def oob_lists(estimator: Any, X: np.ndarray, y: np.ndarray,
-              fast_path: Any) -> tuple[NeighborLists | None, str]:
+def oob_lists(estimator: Any, X: np.ndarray, y: np.ndarray, fast_path: Any,
+              executor: Any = None) -> tuple[NeighborLists | None, str]:
     """Out-of-bag neighbour lists when ``fast_path`` is on and they apply, and a line
-    saying which path a bagging method takes and why (never a silent refit)."""
+    saying which path a bagging method takes and why (never a silent refit).
+    ``executor``: a :class:`~tdshap.utility.parallel.DaskExecutor` searches the
+    blocks of rows on its cluster's workers; anything else searches here."""
+    from tdshap.utility.parallel import DaskExecutor
+
     if not isinstance(fast_path, bool | np.bool_):
         raise ValueError(f"fast_path={fast_path!r} must be True or False.")
     if not fast_path:
         return None, "refit every bag (fast_path=False)"
+    dask = executor if isinstance(executor, DaskExecutor) else None
     try:
-        lists = NeighborLists(estimator, X, y)
+        lists = NeighborLists(estimator, X, y, client=None if dask is None else dask.client)
     except NotEligible as why:
         return None, f"refit every bag: {why}"
+    where = "" if dask is None else f" on {dask.n_workers} Dask workers"
     return lists, (f"k-NN neighbour lists ({lists.depth} nearest rows of each row, "
-                   f"searched once in {lists.search_seconds:.1f} s, "
+                   f"searched once{where} in {lists.search_seconds:.1f} s, "
                    f"{lists.bytes / 2**20:.0f} MiB): no refit per bag")
 
 
@@ -349,6 +360,23 @@ def subset_model(estimator: Any, X: np.ndarray, y: np.ndarray, bag: np.ndarray,
         return fitted[0]
 
     return fit
+
+
+def _search_block(X: np.ndarray, Q: np.ndarray, lo: int, hi: int, depth: int,
+                  exclude_self: bool, working: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted lists of the query rows ``Q[lo:hi]`` (row numbers, exact squared
+    distances; ties by row number). Runs in this process or on a Dask worker."""
+    extra = 1 if exclude_self else 0
+    search = NearestNeighbors(n_neighbors=depth + extra, algorithm="brute").fit(X)
+    with config_context(working_memory=working):
+        found = search.kneighbors(Q[lo:hi], return_distance=False)
+    if extra:
+        found = _drop_self(found, np.arange(lo, hi))
+    diff = X[found] - Q[lo:hi, None, :]
+    d2 = np.einsum("ijk,ijk->ij", diff, diff)
+    order = np.lexsort((found, d2), axis=-1)
+    return (np.take_along_axis(found, order, axis=1).astype(np.int32),
+            np.take_along_axis(d2, order, axis=1))
 
 
 def _drop_self(found: np.ndarray, rows: np.ndarray) -> np.ndarray:
