@@ -145,6 +145,60 @@ def run_cell(method: str, n: int, seed: int, budget_s: float | None, cap: float,
     return out
 
 
+def refit_check(n: int, seed: int) -> dict[str, Any]:
+    """The default valuation at N rows with the neighbour lists and refitting every bag,
+    side by side in this process: wall seconds of each and whether the values match."""
+    from sklearn.neighbors import KNeighborsClassifier
+    from threadpoolctl import threadpool_limits
+
+    from tdshap.methods.tdoob import ThresholdingOOB
+
+    d = make_data(n, seed)
+    out: dict[str, Any] = {"n": n}
+    results = {}
+    with threadpool_limits(1):
+        for fast in (True, False):
+            start = time.perf_counter()
+            m = ThresholdingOOB(KNeighborsClassifier(5), max_iter=100, random_state=seed,
+                                fast_path=fast).fit(d["X"], d["y"])
+            out["lists_s" if fast else "refit_s"] = time.perf_counter() - start
+            results[fast] = m.result_
+    out["speed_up"] = out["refit_s"] / out["lists_s"]
+    out["same_values"] = bool(np.array_equal(results[True].values, results[False].values))
+    out["refit_rows"] = results[True].extra["refit_rows"]
+    return out
+
+
+def dask_check(n: int, workers: int, seed: int) -> dict[str, Any]:
+    """The default valuation at N rows in one process and with its neighbour search on a
+    multi-process Dask ``LocalCluster``: wall seconds of each, and whether the values match."""
+    import distributed
+    from sklearn.neighbors import KNeighborsClassifier
+    from threadpoolctl import threadpool_limits
+
+    from tdshap.methods.tdoob import ThresholdingOOB
+
+    d = make_data(n, seed)
+
+    def value(backend: Any) -> tuple[float, Any]:
+        start = time.perf_counter()
+        m = ThresholdingOOB(KNeighborsClassifier(5), max_iter=100, random_state=seed,
+                            backend=backend).fit(d["X"], d["y"])
+        return time.perf_counter() - start, m.result_
+
+    with threadpool_limits(1):
+        here_s, here = value("loky")
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        there_s, there = value(client)
+    return {"n": n, "workers": workers, "one_process_s": here_s, "dask_s": there_s,
+            "same_values": bool(np.array_equal(here.values, there.values)),
+            "same_counts": bool(np.array_equal(here.counts, there.counts)),
+            "path_one_process": here.extra["path_note"], "path_dask": there.extra["path_note"],
+            "auroc": auroc(np.asarray(there.values), d["planted"])}
+
+
 def _spawn(method: str, n: int, seed: int, budget_s: float | None, cap: float,
            max_iter: int | None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--cell", method, str(n), str(seed), "--cap", str(cap)]
@@ -257,9 +311,20 @@ def main(argv: list[str] | None = None) -> None:
                    help="bags after the first pass for the default (its default: 100)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/scale"))
     p.add_argument("--plot", type=Path, default=Path("docs/scale.png"))
+    p.add_argument("--dask-check", type=int, default=None, metavar="N",
+                   help="only compare one process with a Dask LocalCluster at N rows")
+    p.add_argument("--refit-check", type=int, default=None, metavar="N",
+                   help="only compare the neighbour lists with refitting every bag at N rows")
+    p.add_argument("--workers", type=int, default=2, help="Dask workers for --dask-check")
     p.add_argument("--cell", nargs=3, metavar=("METHOD", "N", "SEED"), help=argparse.SUPPRESS)
     p.add_argument("--budget", type=float, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.refit_check:
+        print(json.dumps(refit_check(args.refit_check, args.seed)))
+        return
+    if args.dask_check:
+        print(json.dumps(dask_check(args.dask_check, args.workers, args.seed)))
+        return
     if args.cell:
         method, n, seed = args.cell
         print(json.dumps(run_cell(method, int(n), int(seed), args.budget, args.cap,

@@ -186,3 +186,29 @@ def test_search_on_a_multi_process_dask_cluster_equals_one_process(
     np.testing.assert_array_equal(here.values_, there.values_)
     np.testing.assert_array_equal(here.counts_, there.counts_)
     assert "on 2 Dask workers" in there.result_.extra["path_note"]
+
+
+def test_find_harmful_says_which_path_before_and_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tdshap import find_harmful
+    from tdshap.app.report import text_report
+
+    X, y = _classes(400, seed=11)
+    rows = find_harmful(X, y, max_iter=5)
+    assert rows.run is not None
+    estimate = rows.run.extra["estimate"]
+    line = estimate.line(None)
+    assert "path: k-NN neighbour lists" in line and "refitting every bag instead" in line
+    assert estimate.setup_seconds > 0 and estimate.refit_seconds is not None
+    report = text_report(rows.run)
+    assert "paths taken: valuation: k-NN neighbour lists" in report
+    assert "cleansing: k-NN neighbour lists" in report
+
+    tree = find_harmful(X, y, "dtree", max_iter=5, cleanse=False)
+    assert tree.run is not None
+    assert "path: refit every bag: DecisionTreeClassifier is not" in \
+        tree.run.extra["estimate"].line(None)
+    monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", "1e-6")
+    small = find_harmful(X, y, max_iter=5, cleanse=False)
+    assert small.run is not None
+    assert "memory budget" in small.run.extra["estimate"].path
+    assert "memory budget" in small.run.result.extra["path_note"]

@@ -187,7 +187,7 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
 
 
 #: rows predicted when timing a bag before the run (the cost is extrapolated to N)
-ESTIMATE_SAMPLE = 512
+ESTIMATE_SAMPLE = 2048
 #: share of rows a bootstrap bag leaves out (1/e)
 OUT_OF_BAG = 0.368
 
