@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
@@ -72,29 +74,25 @@ def test_lists_exclude_the_row_itself_even_among_duplicates() -> None:
     assert (lists.dist2[:, :2] == 0).all()  # its two duplicates come first
 
 
-def test_thresholding_oob_equals_the_refit_path_and_says_so() -> None:
+@pytest.mark.parametrize("method", [
+    lambda fast: ThresholdingOOB(KNeighborsClassifier(5), max_iter=20, random_state=4,
+                                 fast_path=fast),
+    lambda fast: DataOOB(KNeighborsClassifier(3), n_estimators=25, random_state=1,
+                         fast_path=fast),
+], ids=["tdoob", "data_oob"])
+def test_bagging_methods_equal_their_refit_path_and_say_so(method: Any) -> None:
     X, y = _classes(300, seed=2)
-    fast = ThresholdingOOB(KNeighborsClassifier(5), max_iter=20, random_state=4).fit(X, y)
-    slow = ThresholdingOOB(KNeighborsClassifier(5), max_iter=20, random_state=4,
-                           fast_path=False).fit(X, y)
+    fast, slow = method(True).fit(X, y), method(False).fit(X, y)
     np.testing.assert_array_equal(fast.values_, slow.values_)
     np.testing.assert_array_equal(fast.counts_, slow.counts_)
     extra = fast.result_.extra
     assert extra["fast_path"] == "kneighbors lists" and "neighbour lists" in extra["path_note"]
-    assert extra["refit_rows"] == 0 and fast.result_.n_fits == 0
+    assert extra["refit_rows"] == 0
     assert slow.result_.extra["fast_path"] is None
     assert "fast_path=False" in slow.result_.extra["path_note"]
-    assert slow.result_.n_fits == slow.result_.n_evaluations
-
-
-def test_data_oob_equals_the_refit_path() -> None:
-    X, y = _classes(300, seed=5)
-    fast = DataOOB(KNeighborsClassifier(3), n_estimators=25, random_state=1).fit(X, y)
-    slow = DataOOB(KNeighborsClassifier(3), n_estimators=25, random_state=1,
-                   fast_path=False).fit(X, y)
-    np.testing.assert_array_equal(fast.values_, slow.values_)
-    assert fast.result_.extra["fast_path"] == "kneighbors lists"
-    assert slow.result_.extra["fast_path"] is None
+    if isinstance(fast, ThresholdingOOB):  # n_fits counts refits, as for TDShap's fast paths
+        assert fast.result_.n_fits == 0
+        assert slow.result_.n_fits == slow.result_.n_evaluations
 
 
 @pytest.mark.parametrize("estimator, reason", [
