@@ -40,8 +40,14 @@ def test_constant_validation_target_gives_r2_zero_as_the_metric():
     assert list(row_scorer(spec)(y, P)) == [spec.from_predictions(y, p) for p in P] == [0.0] * 3
 
 
-def test_distance_matrix_over_the_cap_uses_plain_refits(monkeypatch):
+def test_distance_matrix_over_the_memory_budget_refits_and_says_why(monkeypatch):
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(30, 2)), rng.integers(0, 2, 30)
-    monkeypatch.setattr(neighbors, "MAX_DISTANCE_ENTRIES", 30 * 30 - 1)
-    assert type(make_utility(KNeighborsClassifier(3), "accuracy", X, y, X, y)) is Utility
+    budget = neighbors.BYTES_PER_ENTRY * 30 * 30
+    monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", str((budget - 1) / 2**30))
+    utility = make_utility(KNeighborsClassifier(3), "accuracy", X, y, X, y)
+    assert type(utility) is Utility
+    assert "memory budget" in utility.path_note and "30 x 30" in utility.path_note
+    monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", str((budget + 64) / 2**30))
+    fast = make_utility(KNeighborsClassifier(3), "accuracy", X, y, X, y)
+    assert type(fast) is not Utility and "kneighbors" in fast.path_note

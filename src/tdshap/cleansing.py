@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from sklearn.base import is_classifier
 
 from tdshap._io import jsonable
 from tdshap._validation import as_features, as_target, check_data
@@ -41,6 +41,7 @@ from tdshap.cut import (
 )
 from tdshap.result import ValuationResult
 from tdshap.utility.base import describe_error, fallback_model, random_state_params
+from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.metrics import default_metric, resolve_metric
 
 
@@ -226,13 +227,13 @@ def cleanse(
         test = spec.score(m, Xt, yt) if test_scores is not None else np.nan
         return float(val), pred, float(test)
 
+    # k-NN scored from predictions: neighbour lists searched once instead of a refit per cut
+    fits = RemovalFits(estimator, Xa, ya, [Xv] + ([Xt] if has_test else []),
+                       spec.from_predictions is not None)
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
-        model = clone(estimator)
-        if seed_params:
-            model.set_params(**dict.fromkeys(seed_params, seed))
         try:
-            model.fit(Xa[keep], ya[keep])
+            model = fits(keep, dict.fromkeys(seed_params, seed))
             val_score, pred, test_score = scored(model)
         except Exception as err:
             if on_error == "raise":
@@ -290,7 +291,8 @@ def cleanse(
         cleaned_test=None if test_scores is None else float(test_scores[best]),
         rule=rule,
         evidence=evidence,
-        extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error},
+        extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error,
+               "path_note": fits.note, "refit_rows": fits.refit_rows},
     )
 
 

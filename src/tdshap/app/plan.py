@@ -87,17 +87,38 @@ class CostEstimate:
     init_evaluations: int
     cleansing_fits: int
     timed: int  # evaluations timed to measure seconds_per_evaluation
+    path: str = ""  # which evaluation path the valuation takes, and why
+    setup_seconds: float = 0.0  # paid once before the first evaluation (a neighbour search)
+    cleansing_seconds: float | None = None  # None: cleansing_fits x seconds_per_evaluation
+    refit_seconds: float | None = None  # what refitting every evaluation would cost instead
 
     @property
     def seconds(self) -> float:
-        return (self.evaluations + self.cleansing_fits) * self.seconds_per_evaluation
+        cleansing = (self.cleansing_fits * self.seconds_per_evaluation
+                     if self.cleansing_seconds is None else self.cleansing_seconds)
+        return self.setup_seconds + self.evaluations * self.seconds_per_evaluation + cleansing
 
     def line(self, time_budget: float | None) -> str:
         per = self.seconds_per_evaluation
         budget = f", stopped by the time budget of {time_budget:g} s" if time_budget else ""
-        return (f"cost estimate: about {self.evaluations:,} evaluations + "
-                f"{self.cleansing_fits:,} cleansing fits x {per * 1e3:.3g} ms each "
-                f"(timed on {self.timed} evaluations) = {_duration(self.seconds)}{budget}")
+        setup = (f"a neighbour search ({_duration(self.setup_seconds)}) + "
+                 if self.setup_seconds else "")
+        cuts = self.cleansing_seconds
+        cleansing = (f"{self.cleansing_fits:,} cleansing fits x {per * 1e3:.3g} ms each"
+                     if cuts is None else
+                     f"{self.cleansing_fits:,} cleansing cuts ({_duration(cuts)})")
+        if setup or self.cleansing_seconds is not None:
+            line = (f"cost estimate: about {setup}{self.evaluations:,} evaluations x "
+                    f"{per * 1e3:.3g} ms + {cleansing} (timed on {self.timed} evaluations) = "
+                    f"{_duration(self.seconds)}{budget}")
+        else:
+            line = (f"cost estimate: about {self.evaluations:,} evaluations + {cleansing} "
+                    f"(timed on {self.timed} evaluations) = {_duration(self.seconds)}{budget}")
+        if self.path:
+            line += f"\npath: {self.path}"
+        if self.refit_seconds is not None:
+            line += f"; refitting every bag instead: {_duration(self.refit_seconds)}"
+        return line
 
 
 def _duration(seconds: float) -> str:
@@ -162,36 +183,76 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     init = -(-n // k) * (k + 1)
     rounds = 0 if tdshap.max_iter is None else tdshap.max_iter * tdshap.n_blocks * (k + 1)
     grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
-    return CostEstimate(per, init + rounds, init, grid, timed)
+    return CostEstimate(per, init + rounds, init, grid, timed, path=utility.path_note)
+
+
+#: rows predicted when timing a bag before the run (the cost is extrapolated to N)
+ESTIMATE_SAMPLE = 2048
+#: share of rows a bootstrap bag leaves out (1/e)
+OUT_OF_BAG = 0.368
 
 
 def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: bool,
                    seed: int) -> CostEstimate:
-    """Time one bag of thresholding Data-OOB (a fit on N rows and a prediction)."""
+    """Time thresholding Data-OOB's bags on a sample of rows and extrapolate to N.
+
+    A bag's cost is a fit on N rows and a prediction of its out-of-bag rows. With the
+    k-NN neighbour lists (:mod:`tdshap.utility.fast.neighbor_lists`) it is a search
+    paid once (timed on a sample of queries, scaled by N / sample) and then a few array
+    operations per bag; the estimate says which path the run takes, why, and what
+    refitting every bag would cost instead.
+    """
     from sklearn.base import clone
 
     from tdshap.cleansing import removal_grid
     from tdshap.utility.base import describe_error
+    from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_path_problem
 
-    n = len(data.y_train)
+    X, y = data.X_train, data.y_train
+    n = len(y)
     rng = np.random.default_rng(seed)
-    errors = []
-    start = time.perf_counter()
+    sample = np.sort(rng.choice(n, size=min(n, ESTIMATE_SAMPLE), replace=False))
+    k = valuer.k_
+    init = -(-n // k)
+    bags = init + (valuer.max_iter or 0)
+    out_rows = min(n, int(OUT_OF_BAG * n) + k)
+    held = len(data.y_val) + (0 if data.y_test is None else len(data.y_test))
+    grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
+    errors: list[str] = []
+    fit_s = predict_s = 0.0
     for _ in range(2):
         bag = rng.choice(n, size=n, replace=True)
         try:
-            clone(estimator).fit(data.X_train[bag], data.y_train[bag]).predict(data.X_train)
+            t0 = time.perf_counter()
+            model = clone(estimator).fit(X[bag], y[bag])
+            t1 = time.perf_counter()
+            model.predict(X[sample])
+            fit_s, predict_s = t1 - t0, (time.perf_counter() - t1) / len(sample)
         except Exception as err:
             errors.append(describe_error(err))
     if len(errors) == 2:
         raise TooManyFailures(f"the model failed on every one of 2 trial fits before the run "
                               f"({errors[0]}): fix the model or its parameters.")
-    per = (time.perf_counter() - start) / 2
-    k = valuer.k_
-    init = -(-n // k)
-    bags = init + (valuer.max_iter or 0)
-    grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
-    return CostEstimate(per, bags, init, grid, 2)
+    refit_bag = fit_s + predict_s * out_rows
+    refit_cleansing = grid * (fit_s + predict_s * held)
+    problem = oob_path_problem(estimator, n, valuer.fast_path)
+    if problem is not None:
+        return CostEstimate(refit_bag, bags, init, grid, 2, path=f"refit every bag: {problem}",
+                            cleansing_seconds=refit_cleansing)
+    t0 = time.perf_counter()
+    lists = NeighborLists(estimator, X, y, queries=X[sample])
+    search_per_row = (time.perf_counter() - t0) / len(sample)
+    counts = np.bincount(rng.choice(n, size=n, replace=True), minlength=n)
+    t0 = time.perf_counter()
+    lists.row_scores(counts, np.arange(len(sample)), y[sample], valuer.row_metric())
+    per_row = (time.perf_counter() - t0) / len(sample)
+    cleansing = grid * per_row * held + search_per_row * held
+    return CostEstimate(
+        per_row * out_rows, bags, init, grid, 2,
+        path=(f"k-NN neighbour lists, searched once for the {n:,} rows (brute force, "
+              "cost grows with N squared), then no refit per bag"),
+        setup_seconds=search_per_row * n, cleansing_seconds=cleansing,
+        refit_seconds=bags * refit_bag + refit_cleansing)
 
 
 def plan(

@@ -138,10 +138,24 @@ def cost_line(run: HarmfulRun) -> str:
     fast = r.extra.get("fast_path")
     how = (f"{r.n_evaluations:,} evaluations by the exact {fast} fast path, {r.n_fits:,} refits"
            if fast else f"{r.n_fits:,} fits")
+    listed = run.cleansing is not None and "neighbour lists" in str(
+        run.cleansing.extra.get("path_note"))
+    cuts = f"{grid} cuts from the k-NN neighbour lists" if listed else f"{grid} fits"
     return (f"valuation {how} in {r.wall_seconds:.1f} s "
             f"({r.fit_seconds:.1f} s inside fit/score), "
             f"{r.extra.get('rounds', 0)} rounds after initialisation, stopped by "
-            f"{_stopped_by(r)}; cleansing {grid} fits; total {run.seconds:.1f} s")
+            f"{_stopped_by(r)}; cleansing {cuts}; total {run.seconds:.1f} s")
+
+
+def path_line(run: HarmfulRun) -> str | None:
+    """Which path the valuation and the cleansing took, and why (None if not recorded)."""
+    parts = []
+    note = run.result.extra.get("path_note")
+    if note:
+        parts.append(f"valuation: {note}")
+    if run.cleansing is not None and run.cleansing.extra.get("path_note"):
+        parts.append(f"cleansing: {run.cleansing.extra['path_note']}")
+    return ("paths taken: " + "; ".join(parts)) if parts else None
 
 
 def failures_line(run: HarmfulRun) -> str:
@@ -212,6 +226,9 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         if overfit_warning(run):
             lines.append(str(overfit_warning(run)))
     lines.append(cost_line(run))
+    paths = path_line(run)
+    if paths:
+        lines.append(paths)
     lines.append(failures_line(run))
     if run.result.guarantee:  # Theorem 2 is about Shapley marginals: TDShap only
         pulls = run.result.guarantee.get("pulls", 0)
@@ -296,7 +313,8 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
                                        strict=True)])
     )
     parts.append(
-        "## Fits and time\n" + cost_line(run) + ".\n\n" + failures_line(run) + ".\n\n"
+        "## Fits and time\n" + cost_line(run) + ".\n\n"
+        + (f"{path_line(run)}.\n\n" if path_line(run) else "") + failures_line(run) + ".\n\n"
         + (f"Before the run, {estimate_line(run)}.\n\n" if estimate_line(run) else "")
         + "Pulls per row: "
         + ", ".join(f"{k} {_fmt(v, 3)}" for k, v in (r.extra.get("pulls_spread") or {}).items())

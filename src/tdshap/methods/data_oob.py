@@ -25,6 +25,7 @@ from sklearn.base import clone
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
+from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_lists
 from tdshap.utility.metrics import row_scores
 
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
@@ -33,14 +34,18 @@ AUTO_SIGMAS = 2.5
 
 
 def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classifier: bool,
-                on_error: str) -> tuple[np.ndarray, np.ndarray, bool]:
-    """One bag: ``(out-of-bag rows, their correctness, whether the model fell back)``."""
+                on_error: str, lists: NeighborLists | None = None
+                ) -> tuple[np.ndarray, np.ndarray, bool, int]:
+    """One bag: ``(out-of-bag rows, their correctness, whether the model fell back, rows
+    refitted)``; with ``lists``, the rows are predicted from the k-NN neighbour lists and
+    only those they decline are refitted."""
     rng = np.random.default_rng(seed)
     n = len(y)
     bag = rng.integers(0, n, n)
-    oob = np.flatnonzero(np.bincount(bag, minlength=n) == 0)
+    counts = np.bincount(bag, minlength=n)
+    oob = np.flatnonzero(counts == 0)
     if len(oob) == 0:
-        return oob, np.empty(0), False
+        return oob, np.empty(0), False, 0
     fallback = classifier and len(np.unique(y[bag])) < 2
     metric = "accuracy" if classifier else "neg_mse"
     if not fallback:
@@ -49,13 +54,21 @@ def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classif
         if params:
             model.set_params(**dict.fromkeys(params, int(rng.integers(2**31))))
         try:
-            return oob, row_scores(model.fit(X[bag], y[bag]), X[oob], y[oob], metric), False
+            if lists is None:
+                return (oob, row_scores(model.fit(X[bag], y[bag]), X[oob], y[oob], metric),
+                        False, len(oob))
+            scores, declined = lists.row_scores(counts, oob, y[oob], metric)
+            rows = oob[declined]
+            if len(rows):
+                scores[declined] = row_scores(model.fit(X[bag], y[bag]), X[rows], y[rows],
+                                              metric)
+            return oob, scores, False, len(rows)
         except Exception:
             if on_error == "raise":
                 raise
     # one class in the bag, or a failed fit: predict the bag's constant
     constant = fallback_model(y[bag], np.unique(y) if classifier else None)
-    return oob, row_scores(constant, X[oob], y[oob], metric), True
+    return oob, row_scores(constant, X[oob], y[oob], metric), True, 0
 
 
 class DataOOB(DirectValuation):
@@ -93,6 +106,13 @@ class DataOOB(DirectValuation):
         Bags fitted in parallel by joblib (same values whatever ``n_jobs``).
     random_state:
         Seed (int) or ``numpy.random.Generator``; same seed, same values.
+    fast_path:
+        For a k-NN (Euclidean, uniform weights), predict the out-of-bag rows
+        from neighbour lists searched once
+        (:mod:`tdshap.utility.fast.neighbor_lists`; the bags then run in this
+        process) instead of refitting every bag: the same values (bit for
+        bit for classification). ``extra["fast_path"]`` / ``extra["path_note"]``
+        say which path ran and why. ``False``: always refit.
 
     Attributes
     ----------
@@ -121,6 +141,7 @@ class DataOOB(DirectValuation):
         n_jobs: int | None = 1,
         random_state: Any = None,
         progress: bool = False,
+        fast_path: bool = True,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -131,6 +152,7 @@ class DataOOB(DirectValuation):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
+        self.fast_path = fast_path
 
     def _threshold(self, values: np.ndarray) -> float:
         if self.tau != "auto":
@@ -157,14 +179,19 @@ class DataOOB(DirectValuation):
         rng = np.random.default_rng(self.random_state)
         seeds = rng.integers(2**63, size=int(self.n_estimators))
         classifier = task == "classification"
-        bags = Parallel(n_jobs=self.n_jobs)(
-            delayed(_bag_scores)(self.estimator, Xa, ya, int(s), classifier, self.on_error)
-            for s in seeds)
+        lists, note = oob_lists(self.estimator, Xa, ya, self.fast_path)
+        if lists is not None:  # a bag is a few array operations: no worker would pay
+            bags = [_bag_scores(self.estimator, Xa, ya, int(s), classifier, self.on_error,
+                                lists) for s in seeds]
+        else:
+            bags = Parallel(n_jobs=self.n_jobs)(
+                delayed(_bag_scores)(self.estimator, Xa, ya, int(s), classifier,
+                                     self.on_error) for s in seeds)
         n = len(ya)
         counts = np.zeros(n, dtype=np.int64)
         total = np.zeros(n)
         squares = np.zeros(n)
-        for oob, scores, _ in bags:
+        for oob, scores, _, _ in bags:
             counts[oob] += 1
             total[oob] += scores
             squares[oob] += scores * scores
@@ -176,11 +203,14 @@ class DataOOB(DirectValuation):
         if never:
             warnings.warn(f"{never} rows were in every one of the {self.n_estimators} bags: "
                           "their value is NaN (use more bags).", RuntimeWarning, stacklevel=2)
-        fallbacks = sum(int(f) for _, _, f in bags)
+        fallbacks = sum(int(f) for _, _, f, _ in bags)
         self._finish(values=values, counts=counts, variances=np.maximum(variances, 0.0),
                      n_fits=len(bags) - fallbacks,
                      extra={"task": task, "n_estimators": int(self.n_estimators),
                             "fallback_bags": fallbacks,
+                            "fast_path": None if lists is None else "kneighbors lists",
+                            "path_note": note,
+                            "refit_rows": None if lists is None else sum(r for *_, r in bags),
                             # out-of-bag scores: the validation rows judge the cut unbiased
                             "validation_free": True})
         return self

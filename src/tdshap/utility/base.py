@@ -229,6 +229,8 @@ class Utility:
     """
 
     counter_names: ClassVar[tuple[str, ...]] = COUNTERS
+    #: which evaluation path this utility takes and why (set by ``make_utility``)
+    path_note: str = "refit every subset"
 
     def __init__(
         self,

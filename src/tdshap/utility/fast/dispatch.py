@@ -28,7 +28,8 @@ def make_utility(
     """The utility for ``estimator``: a fast path where one applies, else :class:`Utility`.
 
     A fast path gives the same values as refitting (see :mod:`tdshap.utility.fast`);
-    ``fast_path=False`` always refits. ``kwargs`` go to the utility
+    ``fast_path=False`` always refits. ``utility.path_note`` says which path is taken and,
+    when it refits, why no fast path applies. ``kwargs`` go to the utility
     (``on_error``, ``seed_mode``, ``run_seed``, ``cache``).
     """
     if not isinstance(fast_path, bool | np.bool_):
@@ -36,13 +37,20 @@ def make_utility(
             f"fast_path={fast_path!r} must be True (use an exact fast path where one "
             "applies) or False (always refit)."
         )
+    reasons = []
     if fast_path:
         for cls in FAST_PATHS:
             try:
-                return cls(estimator, metric, X, y, X_val, y_val, **kwargs)
-            except NotEligible:
+                fast = cls(estimator, metric, X, y, X_val, y_val, **kwargs)
+            except NotEligible as why:
+                reasons.append(f"{cls.name}: {why}")
                 continue
-    return Utility(estimator, metric, X, y, X_val, y_val, **kwargs)
+            fast.path_note = f"exact {cls.name} fast path"
+            return fast
+    utility = Utility(estimator, metric, X, y, X_val, y_val, **kwargs)
+    utility.path_note = ("refit every subset: " + "; ".join(reasons) if reasons
+                         else "refit every subset (fast_path=False)")
+    return utility
 
 
 def fast_path_name(utility: Utility) -> str | None:

@@ -43,6 +43,7 @@ from scipy.spatial.distance import cdist
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from tdshap.utility.fast.base import FastPathUtility, NotEligible
+from tdshap.utility.fast.budget import over_budget
 from tdshap.utility.fast.pipeline import final_estimator, transform_once
 
 EPS = float(np.finfo(float).eps)
@@ -52,8 +53,9 @@ TIE_MARGIN = 16.0
 WEIGHT_RTOL = 1e-10
 # distance-weighted class scores this close count as tied
 VOTE_RTOL = 1e-9
-# validation x training distances and ranks are kept: at most 2**24 of each (192 MiB)
-MAX_DISTANCE_ENTRIES = 2**24
+# bytes per validation x training entry: float64 distance and int32 rank kept, and the
+# int64 argsort while ranking
+BYTES_PER_ENTRY = 20
 
 
 def neighbors_parameters(model: Any) -> tuple[int, str]:
@@ -92,10 +94,10 @@ class NeighborsChainUtility(FastPathUtility):
                  X_val: np.ndarray, y_val: np.ndarray, **kwargs: Any) -> None:
         super().__init__(estimator, metric, X, y, X_val, y_val, **kwargs)
         self.k, self.weights = neighbors_parameters(final_estimator(estimator))
-        if len(X) * len(X_val) > MAX_DISTANCE_ENTRIES:
-            raise NotEligible(
-                f"{len(X_val)} x {len(X)} distances exceed the fast path's memory cap."
-            )
+        why = over_budget(f"the {len(X_val):,} x {len(X):,} validation x training distances "
+                          "and ranks", BYTES_PER_ENTRY * len(X) * len(X_val))
+        if why:
+            raise NotEligible(why + ".")
         if not self.classifier and np.asarray(y).dtype.kind not in "biuf":
             raise NotEligible("regression needs a numeric target.")
         Xf, Xvf = transform_once(estimator, X, X_val)
