@@ -148,7 +148,7 @@ def _livedoor_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> An
 @click.option("--max-chars", type=click.IntRange(min=1), default=256, show_default=True,
               help="Characters of each article embedded by e5.")
 @click.option("--head-c", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="C of the logistic-regression head [default: 10].")
+              help="C of the logistic-regression head [default: 100 for e5, 10 for tfidf].")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path),
               default=Path("tdshap-out/embeddings"), show_default=True,
               help="Folder of the e5 embedding cache (by text hash; resumable).")

@@ -137,3 +137,33 @@ def test_fixed_encoder_bench_values_and_cleanses(tmp_path):
                       echo=print).set_index("method")
     assert cells.loc["loo", "fits"] == 31
     assert cells.loc["tdshap", "fits"] > 0 and 0 <= cells.loc["tdshap", "test_acc"] <= 1
+
+
+def test_bench_livedoor_tfidf_command_on_a_tiny_corpus(tmp_path, monkeypatch):
+    """``bench livedoor --encoder tfidf`` end to end on a made-up 80-article corpus."""
+    import gzip
+    import json
+
+    from click.testing import CliRunner
+
+    from experiments.deep_cli import bench_livedoor
+
+    docs, y = topic_docs(80, seed=2)
+    (tmp_path / "livedoor").mkdir()
+    with gzip.open(tmp_path / "livedoor" / "livedoor.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for i, (doc, c) in enumerate(zip(docs, y, strict=True)):
+            fh.write(json.dumps({"category": ["sports", "phones"][c], "title": f"記事{i}",
+                                 "body": doc}, ensure_ascii=False) + "\n")
+    monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(bench_livedoor, [
+        "--encoder", "tfidf", "--trials", "1", "--sizes", "30", "20", "20", "--n-iter", "1",
+        "--k", "5", "--n-min", "10", "--clean-step", "3", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "few_epoch, full_train not run" in result.output
+    cells = sorted(p.stem for p in (out / "cells").glob("*.json"))
+    assert cells == ["baseline_trial0", "loo_trial0", "tdshap_trial0", "tmc_short_trial0"]
+    setting = json.loads((out / "setting.json").read_text())
+    assert setting["extra"]["encoder"] == "tfidf"
+    assert setting["extra"]["head"] == "LogisticRegression(C=10.0)"
+    assert "| livedoor |" in (out / "summary.md").read_text()
