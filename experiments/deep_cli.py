@@ -10,6 +10,7 @@ CPU smoke run finishes in minutes, e.g.::
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,11 @@ def _run_fixed(kw: dict[str, Any]) -> None:
     s = _setting("livedoor", kw, **extra)
 
     def load(seed: int) -> Any:
-        return embedded_split(livedoor(seed, s.sizes), enc, max_chars=kw["max_chars"],
-                              cache=kw["cache"], seed=seed)
+        start = time.perf_counter()
+        split = embedded_split(livedoor(seed, s.sizes), enc, max_chars=kw["max_chars"],
+                               cache=kw["cache"], seed=seed)
+        click.echo(f"seed {seed}: {enc} representation of {sum(s.sizes)} articles in "
+                   f"{time.perf_counter() - start:.1f} s")
+        return split
 
     _run(DeepTask(s, load, lambda warm, epochs, seed: head(c)), kw)
