@@ -13,6 +13,14 @@ Methods:
 ``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
 ``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
 
+With ``valuation_head`` set (``--valuation-head knn|logreg``) every valuation
+trains only that head on the embeddings of the network (issue 16, item 1:
+:mod:`tdshap.torch.head`): the network trained on all of D for ``loo``,
+``tmc_short`` and ``tdshap``, the untrained network for ``few_epoch`` (the
+warm start's ablation in that setting: no representation learned from D);
+``full_train`` is then refused (it would equal ``few_epoch``). Cleansing still
+trains the network.
+
 Every valuation uses the same learner for V (warm start except in the two
 ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
 about TDShap's time, as in the paper's Table 6); cleansing always trains the
@@ -24,6 +32,7 @@ the other cells are recomputed whole when interrupted.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from experiments.cells import CellStore
 from tdshap.app.splits import Split
@@ -63,13 +73,17 @@ class BenchSetting:
     max_models: int = 64
     device: str = "auto"
     extra: dict[str, Any] = field(default_factory=dict)
+    valuation_head: str | None = None
 
     def key(self) -> dict[str, Any]:
-        """The setting as JSON (device and batching excluded: they do not change results)."""
+        """The setting as JSON (device and batching excluded: they do not change results;
+        ``valuation_head`` only when set, so folders made before it existed still match)."""
         out = asdict(self)
         out["sizes"] = list(self.sizes)
         for name in ("device", "max_models"):
             out.pop(name)
+        if out["valuation_head"] is None:
+            out.pop("valuation_head")
         return out
 
 
@@ -80,6 +94,44 @@ class DeepTask:
     setting: BenchSetting
     load: Callable[[int], Split]  # trial seed -> split with numeric X
     learner: Callable[[bool, int, int], Any]  # (warm_start, epochs, seed) -> estimator
+
+
+class FitMemo(dict[bytes, Any]):
+    """Fitted models of one trial by data and parameters; shared, not copied, by clones."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FitMemo:
+        return self
+
+
+class ReuseFits(ClassifierMixin, BaseEstimator):
+    """The cleansing learner of one trial: a fit on the same rows with the same parameters
+    is done once (every method's cleansing starts with the full-data model, n_remove = 0,
+    which is also the baseline cell's model). Training is seeded, so reusing changes nothing.
+    """
+
+    def __init__(self, estimator: Any = None, memo: FitMemo | None = None) -> None:
+        self.estimator = estimator
+        self.memo = memo
+
+    def fit(self, X: Any, y: Any) -> ReuseFits:
+        h = hashlib.blake2b(np.ascontiguousarray(X, dtype=np.float32).tobytes(), digest_size=16)
+        h.update(np.ascontiguousarray(y).tobytes())
+        h.update(repr(sorted(self.estimator.get_params(deep=False).items())).encode())
+        key = h.digest()
+        memo = self.memo if self.memo is not None else FitMemo()
+        if key not in memo:
+            from sklearn.base import clone
+
+            memo[key] = clone(self.estimator).fit(X, y)
+        self.estimator_ = memo[key]
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def predict(self, X: Any) -> Any:
+        return self.estimator_.predict(X)
+
+    def predict_proba(self, X: Any) -> Any:
+        return self.estimator_.predict_proba(X)
 
 
 def _cell(method: str, trial: int) -> str:
@@ -113,16 +165,25 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
     from tdshap.methods.loo import LeaveOneOut
 
     s = task.setting
+    if s.valuation_head is not None and method == "full_train":
+        raise ValueError("full_train with a valuation head would equal few_epoch (the head on "
+                         "the untrained network): leave it out.")
+
+    def learner(warm: bool, epochs: int) -> Any:
+        est = task.learner(warm, epochs, seed)
+        return est if s.valuation_head is None else est.set_params(
+            valuation_head=s.valuation_head)
+
     if method == "loo":
         # all N + 1 subsets in one call, so a batched utility trains them as stacks
-        return LeaveOneOut(task.learner(True, s.epochs, seed), "accuracy", k=None,
+        return LeaveOneOut(learner(True, s.epochs), "accuracy", k=None,
                            batch_size=1_000_000, random_state=seed)
     if method == "tmc_short":
         assert tdshap_seconds is not None
-        return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed, checkpoint)
+        return _tmc(learner(True, s.epochs), tdshap_seconds, seed, checkpoint)
     warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
                     "full_train": (False, s.pretrain_epochs)}[method]
-    return TDShap(task.learner(warm, epochs, seed), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
+    return TDShap(learner(warm, epochs), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
                   n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
                   **_resumable(checkpoint))
 
@@ -138,14 +199,15 @@ def _elapsed_before(checkpoint: Path | None) -> float:
 
 def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
              tdshap_seconds: float | None = None,
-             checkpoint: Path | None = None) -> dict[str, Any]:
+             checkpoint: Path | None = None, memo: FitMemo | None = None) -> dict[str, Any]:
     """Value (unless baseline), cleanse and score one method on one trial.
 
     ``seconds`` is the valuation's wall time, pretraining on all of D
-    included, summed over the pieces of a checkpointed run.
+    included, summed over the pieces of a checkpointed run. Cells of one
+    trial that share ``memo`` fit the full-data cleansing model once.
     """
     s = task.setting
-    clean = task.learner(False, s.clean_epochs, seed)
+    clean = ReuseFits(task.learner(False, s.clean_epochs, seed), memo)
     cell: dict[str, Any] = {"method": method, "trial": trial, "seed": seed}
     start = time.perf_counter()
     if method == "baseline":
@@ -166,6 +228,7 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
                 baseline_test=cleaned.baseline_test, n_remove=cleaned.n_remove,
                 seconds=seconds, fits=int(result.n_fits),
                 n_harmful=int(np.sum(result.is_harmful)),
+                evaluations=int(result.n_evaluations),
                 rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - start
                 - seconds)
     return cell
@@ -182,6 +245,7 @@ def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[
     for t in range(trials):
         trial_seed = seed + t
         split = None
+        memo = FitMemo()
         for method in order:
             if store.get(_cell(method, t)) is not None:
                 continue
@@ -192,7 +256,7 @@ def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[
             split = split or task.load(trial_seed)
             cell = run_cell(task, method, t, trial_seed, split,
                             tdshap_cell["seconds"] if tdshap_cell else None,
-                            store.checkpoint(_cell(method, t)))
+                            store.checkpoint(_cell(method, t)), memo)
             store.put(_cell(method, t), cell)
             echo(f"trial {t} {method}: test acc {cell['test_acc']:.3f}, "
                  f"{cell['seconds']:.1f} s, {cell['fits']} fits")
