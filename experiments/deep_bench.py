@@ -19,7 +19,10 @@ trains only that head on the embeddings of the network (issue 16, item 1:
 ``tmc_short`` and ``tdshap``, the untrained network for ``few_epoch`` (the
 warm start's ablation in that setting: no representation learned from D);
 ``full_train`` is then refused (it would equal ``few_epoch``). Cleansing still
-trains the network.
+trains the network. ``metric`` is the valuations' V (the paper: accuracy);
+``"true_class_proba"`` (the validation mean probability of the true class)
+suits a k-NN head, whose single-row changes of accuracy are mostly zero.
+Cleansing always chooses and reports by accuracy.
 
 Every valuation uses the same learner for V (warm start except in the two
 ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
@@ -74,6 +77,7 @@ class BenchSetting:
     device: str = "auto"
     extra: dict[str, Any] = field(default_factory=dict)
     valuation_head: str | None = None
+    metric: str = "accuracy"
 
     def key(self) -> dict[str, Any]:
         """The setting as JSON (device and batching excluded: they do not change results;
@@ -82,8 +86,9 @@ class BenchSetting:
         out["sizes"] = list(self.sizes)
         for name in ("device", "max_models"):
             out.pop(name)
-        if out["valuation_head"] is None:
-            out.pop("valuation_head")
+        for name, default in (("valuation_head", None), ("metric", "accuracy")):
+            if out[name] == default:
+                out.pop(name)
         return out
 
 
@@ -96,8 +101,9 @@ class DeepTask:
     learner: Callable[[bool, int, int], Any]  # (warm_start, epochs, seed) -> estimator
 
 
-class FitMemo(dict[bytes, Any]):
-    """Fitted models of one trial by data and parameters; shared, not copied, by clones."""
+class FitMemo(dict[Any, Any]):
+    """Fitted models of one trial by data and parameters, and the trial's pretraining on
+    all of D (key ``"pretrained"``); shared, not copied, by clones."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FitMemo:
         return self
@@ -145,21 +151,23 @@ def _resumable(checkpoint: Path | None) -> dict[str, Any]:
     return {"checkpoint": checkpoint, "resume": True, "checkpoint_every": 60.0}
 
 
-def _tmc(estimator: Any, seconds: float, seed: int, checkpoint: Path | None = None) -> Any:
+def _tmc(estimator: Any, seconds: float, seed: int, checkpoint: Path | None = None,
+         metric: str = "accuracy") -> Any:
     """Data Shapley (short): TMC stopped at TDShap's wall time (or its own convergence)."""
     from tdshap.methods.tmc import TMCShapley
 
-    return TMCShapley(estimator, "accuracy", time_budget=seconds, random_state=seed,
+    return TMCShapley(estimator, metric, time_budget=seconds, random_state=seed,
                       **_resumable(checkpoint))
 
 
 def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
-           checkpoint: Path | None = None) -> Any:
+           checkpoint: Path | None = None, pretrained: Any = None) -> Any:
     """The valuation estimator of ``method`` for one trial.
 
     TDShap, TMC (short) and the two ablations save their state to
     ``checkpoint`` every minute and resume from it, so one cell can be
-    computed in pieces.
+    computed in pieces. ``pretrained`` (the trial's training on all of D) is
+    given to the warm-start learners instead of training again.
     """
     from tdshap.methods import TDShap
     from tdshap.methods.loo import LeaveOneOut
@@ -171,19 +179,21 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
 
     def learner(warm: bool, epochs: int) -> Any:
         est = task.learner(warm, epochs, seed)
+        if warm and pretrained is not None:
+            est.set_params(init_from=pretrained)
         return est if s.valuation_head is None else est.set_params(
             valuation_head=s.valuation_head)
 
     if method == "loo":
         # all N + 1 subsets in one call, so a batched utility trains them as stacks
-        return LeaveOneOut(learner(True, s.epochs), "accuracy", k=None,
+        return LeaveOneOut(learner(True, s.epochs), s.metric, k=None,
                            batch_size=1_000_000, random_state=seed)
     if method == "tmc_short":
         assert tdshap_seconds is not None
-        return _tmc(learner(True, s.epochs), tdshap_seconds, seed, checkpoint)
+        return _tmc(learner(True, s.epochs), tdshap_seconds, seed, checkpoint, s.metric)
     warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
                     "full_train": (False, s.pretrain_epochs)}[method]
-    return TDShap(learner(warm, epochs), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
+    return TDShap(learner(warm, epochs), s.metric, tau=s.tau, eps=s.eps, k=s.k,
                   n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
                   **_resumable(checkpoint))
 
@@ -218,9 +228,23 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
         return cell
     checkpoint = checkpoint if method != "loo" else None
     before = _elapsed_before(checkpoint)
-    est = valuer(task, method, seed, tdshap_seconds, checkpoint)
+    pretrained = memo.get("pretrained") if memo is not None else None
+    if pretrained is None and method != "few_epoch" and hasattr(
+            task.learner(True, s.epochs, seed), "prepare"):
+        # one training on all of D per trial, for every warm-start valuation
+        pretrained = task.learner(True, s.epochs, seed).prepare(
+            split.X_train, split.y_train).init_from
+        if memo is not None:
+            memo["pretrained"] = pretrained
+    pre = pretrained.seconds if pretrained is not None and method != "few_epoch" else 0.0
+    budget = None if tdshap_seconds is None else max(tdshap_seconds - pre, 1.0)
+    start = time.perf_counter()
+    est = valuer(task, method, seed, budget, checkpoint,
+                 pretrained if method != "few_epoch" else None)
     est.fit(split.X_train, split.y_train, split.X_val, split.y_val)
-    seconds = before + time.perf_counter() - start  # pretraining on all of D included
+    # pretraining on all of D included (done once per trial, counted in every cell)
+    seconds = before + pre + time.perf_counter() - start
+    valued = time.perf_counter()
     result: ValuationResult = est.result_
     cleaned = cleanse(result, clean, *split.train, *split.val, *split.test, metric="accuracy",
                       step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed)
@@ -228,9 +252,8 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
                 baseline_test=cleaned.baseline_test, n_remove=cleaned.n_remove,
                 seconds=seconds, fits=int(result.n_fits),
                 n_harmful=int(np.sum(result.is_harmful)),
-                evaluations=int(result.n_evaluations),
-                rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - start
-                - seconds)
+                evaluations=int(result.n_evaluations), pretrain_seconds=pre,
+                rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - valued)
     return cell
 
 

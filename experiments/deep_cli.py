@@ -53,6 +53,9 @@ def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable
                      help="Value rows with this head on the embeddings of the network "
                      "trained on all of D (cleansing still trains the network) [default: "
                      "train the network on every subset]."),
+        click.option("--metric", type=click.Choice(["accuracy", "true_class_proba"]),
+                     default="accuracy", show_default=True,
+                     help="The valuations' V (cleansing is judged by accuracy either way)."),
         click.option("--max-models", type=click.IntRange(min=1), default=64,
                      show_default=True, help="Subset models trained together in one stack."),
         click.option("--device", default="auto", show_default=True),
@@ -78,7 +81,7 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
         n_iter=kw["n_iter"], k=kw["k"], n_min=kw["n_min"], n_blocks=kw["n_blocks"],
         clean_step=kw["clean_step"], clean_max_fraction=kw["clean_max_fraction"],
         max_models=kw["max_models"], device=kw["device"], extra=extra,
-        valuation_head=kw["valuation_head"],
+        valuation_head=kw["valuation_head"], metric=kw["metric"],
     )
 
 

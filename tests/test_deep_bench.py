@@ -125,13 +125,16 @@ def test_head_cells_are_a_setting_of_their_own(tmp_path):
     import dataclasses
 
     task = tiny_task()
-    assert "valuation_head" not in task.setting.key()  # folders made before still match
-    head = DeepTask(dataclasses.replace(task.setting, valuation_head="knn"), task.load,
-                    task.learner)
+    key = task.setting.key()
+    assert "valuation_head" not in key and "metric" not in key  # older folders still match
+    head = DeepTask(dataclasses.replace(task.setting, valuation_head="knn",
+                                        metric="true_class_proba"), task.load, task.learner)
     assert head.setting.key()["valuation_head"] == "knn"
     from experiments.deep_bench import valuer
 
-    assert valuer(head, "tdshap", 0, None).estimator.valuation_head == "knn"
+    tdshap = valuer(head, "tdshap", 0, None)
+    assert tdshap.estimator.valuation_head == "knn" and tdshap.metric == "true_class_proba"
+    assert valuer(head, "loo", 0, None).metric == "true_class_proba"
     assert valuer(head, "few_epoch", 0, None).estimator.warm_start is False
     with pytest.raises(ValueError, match="few_epoch"):
         valuer(head, "full_train", 0, None)

@@ -153,3 +153,17 @@ def test_bad_heads_say_what_to_choose(images):
             cnn(valuation_head=bad).prepare(X, y)
     with pytest.raises(ValueError, match="prepare"):
         cnn().embed(X)
+
+
+def test_prepare_keeps_weights_given_for_the_same_rows(images):
+    X, y, Xv, yv = images
+    first = cnn().prepare(X, y)
+    again = cnn(init_from=first.init_from).prepare(X, y)
+    assert again.init_from is first.init_from  # no second training on all of D
+    a = TDShap(cnn(valuation_head="knn"), "accuracy", k=5, n_min=10, max_iter=2,
+               random_state=0).fit(X, y, Xv, yv).values_
+    b = TDShap(cnn(valuation_head="knn", init_from=first.init_from), "accuracy", k=5,
+               n_min=10, max_iter=2, random_state=0).fit(X, y, Xv, yv).values_
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="rows"):
+        cnn(init_from=first.init_from).prepare(X[:30], y[:30])

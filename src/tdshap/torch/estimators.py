@@ -230,10 +230,20 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     # -- the warm-start protocol -----------------------------------------
     def prepare(self, X: Any, y: Any) -> TorchClassifier:
-        """A copy with the classes of ``y`` fixed and, if ``warm_start``, pretrained on (X, y)."""
+        """A copy with the classes of ``y`` fixed and, if ``warm_start``, pretrained on (X, y).
+
+        An ``init_from`` already set (the weights of an earlier ``prepare`` on the
+        same rows, e.g. shared by several valuations of one data set) is kept
+        instead of training again; it must come from as many rows as ``y`` has.
+        """
         self._check()
         y = np.asarray(y)
         classes = self._classes_for(y)
+        if self.warm_start and self.init_from is not None:
+            if self.init_from.n_rows != len(y):
+                raise ValueError(f"init_from was trained on {self.init_from.n_rows} rows, "
+                                 f"not the {len(y)} given: leave it None to pretrain here.")
+            return clone(self).set_params(classes=classes)
         prepared = clone(self).set_params(classes=classes, init_from=None)
         if not self.warm_start:
             return prepared
