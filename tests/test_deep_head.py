@@ -167,3 +167,18 @@ def test_prepare_keeps_weights_given_for_the_same_rows(images):
     np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="rows"):
         cnn(init_from=first.init_from).prepare(X[:30], y[:30])
+
+
+def test_a_checkpoint_resumes_with_another_module_object_and_shared_weights(images, tmp_path):
+    """Reprs of function factories carry addresses, which differ between processes."""
+    X, y, Xv, yv = images
+    shared = cnn().prepare(X, y).init_from
+
+    def run(max_iter: int) -> TDShap:
+        est = cnn(module=lambda n: tiny_cnn(n), valuation_head="knn", init_from=shared)
+        return TDShap(est, "accuracy", k=5, n_min=10, max_iter=max_iter, random_state=0,
+                      checkpoint=tmp_path / "run.tdshap", resume=True).fit(X, y, Xv, yv)
+
+    run(1)
+    resumed = run(2)
+    assert resumed.result_.extra["resume"].startswith("continued")
