@@ -303,7 +303,11 @@ def _table(cells: pd.DataFrame, dataset: str, title: str, columns: dict[str, str
     for method in columns:
         c = cells[cells["method"] == method] if len(cells) else cells
         acc.append(_mean_std(c["test_acc"]) if len(c) else "n/a")
-        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits" if len(c) else "")
+        subsets = ""
+        if len(c) and "evaluations" in c and c["evaluations"].notna().any():
+            subsets = f", {c['evaluations'].mean():.0f} subsets valued"
+        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits{subsets}"
+                    if len(c) else "")
     return [title, "", "| dataset | " + " | ".join(columns.values()) + " |",
             "|---" * (len(columns) + 1) + "|", f"| {dataset} | " + " | ".join(acc) + " |",
             "| time | " + " | ".join(cost) + " |"]
