@@ -35,7 +35,7 @@ head fits.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,9 +46,6 @@ from torch import nn
 
 from tdshap.utility.base import Utility
 from tdshap.utility.fast import make_utility
-
-if TYPE_CHECKING:
-    from tdshap.torch.estimators import TorchClassifier
 
 HEADS = ("knn", "logreg")
 KNN_NEIGHBORS = 10
@@ -118,11 +115,11 @@ def standardiser(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(scale > 0, scale, 1.0)
 
 
-def head_utility(estimator: TorchClassifier, metric: Any, X: np.ndarray, y: np.ndarray,
+def head_utility(estimator: Any, metric: Any, X: np.ndarray, y: np.ndarray,
                  X_val: np.ndarray, y_val: np.ndarray, **kwargs: Any) -> Utility:
     """The utility of ``estimator.valuation_head`` on the prepared network's embeddings.
 
-    ``estimator`` is the prepared classifier (``prepare`` set its classes and,
+    ``estimator`` is the prepared ``TorchClassifier`` (``prepare`` set its classes and,
     with warm start, its pretrained weights); ``kwargs`` go to the utility.
     """
     both = estimator.embed(np.concatenate([X, X_val]))  # one network for both, even unseeded
