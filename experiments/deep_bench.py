@@ -13,6 +13,17 @@ Methods:
 ``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
 ``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
 
+With ``valuation_head`` set (``--valuation-head knn|logreg``) every valuation
+trains only that head on the embeddings of the network (issue 16, item 1:
+:mod:`tdshap.torch.head`): the network trained on all of D for ``loo``,
+``tmc_short`` and ``tdshap``, the untrained network for ``few_epoch`` (the
+warm start's ablation in that setting: no representation learned from D);
+``full_train`` is then refused (it would equal ``few_epoch``). Cleansing still
+trains the network. ``metric`` is the valuations' V (the paper: accuracy);
+``"true_class_proba"`` (the validation mean probability of the true class)
+suits a k-NN head, whose single-row changes of accuracy are mostly zero.
+Cleansing always chooses and reports by accuracy.
+
 Every valuation uses the same learner for V (warm start except in the two
 ablations, which run the same ``n_iter`` as TDShap: few-epoch then takes
 about TDShap's time, as in the paper's Table 6); cleansing always trains the
@@ -24,6 +35,7 @@ the other cells are recomputed whole when interrupted.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from experiments.cells import CellStore
 from tdshap.app.splits import Split
@@ -63,13 +76,19 @@ class BenchSetting:
     max_models: int = 64
     device: str = "auto"
     extra: dict[str, Any] = field(default_factory=dict)
+    valuation_head: str | None = None
+    metric: str = "accuracy"
 
     def key(self) -> dict[str, Any]:
-        """The setting as JSON (device and batching excluded: they do not change results)."""
+        """The setting as JSON (device and batching excluded: they do not change results;
+        ``valuation_head`` only when set, so folders made before it existed still match)."""
         out = asdict(self)
         out["sizes"] = list(self.sizes)
         for name in ("device", "max_models"):
             out.pop(name)
+        for name, default in (("valuation_head", None), ("metric", "accuracy")):
+            if out[name] == default:
+                out.pop(name)
         return out
 
 
@@ -80,6 +99,45 @@ class DeepTask:
     setting: BenchSetting
     load: Callable[[int], Split]  # trial seed -> split with numeric X
     learner: Callable[[bool, int, int], Any]  # (warm_start, epochs, seed) -> estimator
+
+
+class FitMemo(dict[Any, Any]):
+    """Fitted models of one trial by data and parameters, and the trial's pretraining on
+    all of D (key ``"pretrained"``); shared, not copied, by clones."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FitMemo:
+        return self
+
+
+class ReuseFits(ClassifierMixin, BaseEstimator):
+    """The cleansing learner of one trial: a fit on the same rows with the same parameters
+    is done once (every method's cleansing starts with the full-data model, n_remove = 0,
+    which is also the baseline cell's model). Training is seeded, so reusing changes nothing.
+    """
+
+    def __init__(self, estimator: Any = None, memo: FitMemo | None = None) -> None:
+        self.estimator = estimator
+        self.memo = memo
+
+    def fit(self, X: Any, y: Any) -> ReuseFits:
+        h = hashlib.blake2b(np.ascontiguousarray(X, dtype=np.float32).tobytes(), digest_size=16)
+        h.update(np.ascontiguousarray(y).tobytes())
+        h.update(repr(sorted(self.estimator.get_params(deep=False).items())).encode())
+        key = h.digest()
+        memo = self.memo if self.memo is not None else FitMemo()
+        if key not in memo:
+            from sklearn.base import clone
+
+            memo[key] = clone(self.estimator).fit(X, y)
+        self.estimator_ = memo[key]
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def predict(self, X: Any) -> Any:
+        return self.estimator_.predict(X)
+
+    def predict_proba(self, X: Any) -> Any:
+        return self.estimator_.predict_proba(X)
 
 
 def _cell(method: str, trial: int) -> str:
@@ -93,36 +151,49 @@ def _resumable(checkpoint: Path | None) -> dict[str, Any]:
     return {"checkpoint": checkpoint, "resume": True, "checkpoint_every": 60.0}
 
 
-def _tmc(estimator: Any, seconds: float, seed: int, checkpoint: Path | None = None) -> Any:
+def _tmc(estimator: Any, seconds: float, seed: int, checkpoint: Path | None = None,
+         metric: str = "accuracy") -> Any:
     """Data Shapley (short): TMC stopped at TDShap's wall time (or its own convergence)."""
     from tdshap.methods.tmc import TMCShapley
 
-    return TMCShapley(estimator, "accuracy", time_budget=seconds, random_state=seed,
+    return TMCShapley(estimator, metric, time_budget=seconds, random_state=seed,
                       **_resumable(checkpoint))
 
 
 def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
-           checkpoint: Path | None = None) -> Any:
+           checkpoint: Path | None = None, pretrained: Any = None) -> Any:
     """The valuation estimator of ``method`` for one trial.
 
     TDShap, TMC (short) and the two ablations save their state to
     ``checkpoint`` every minute and resume from it, so one cell can be
-    computed in pieces.
+    computed in pieces. ``pretrained`` (the trial's training on all of D) is
+    given to the warm-start learners instead of training again.
     """
     from tdshap.methods import TDShap
     from tdshap.methods.loo import LeaveOneOut
 
     s = task.setting
+    if s.valuation_head is not None and method == "full_train":
+        raise ValueError("full_train with a valuation head would equal few_epoch (the head on "
+                         "the untrained network): leave it out.")
+
+    def learner(warm: bool, epochs: int) -> Any:
+        est = task.learner(warm, epochs, seed)
+        if warm and pretrained is not None:
+            est.set_params(init_from=pretrained)
+        return est if s.valuation_head is None else est.set_params(
+            valuation_head=s.valuation_head)
+
     if method == "loo":
         # all N + 1 subsets in one call, so a batched utility trains them as stacks
-        return LeaveOneOut(task.learner(True, s.epochs, seed), "accuracy", k=None,
+        return LeaveOneOut(learner(True, s.epochs), s.metric, k=None,
                            batch_size=1_000_000, random_state=seed)
     if method == "tmc_short":
         assert tdshap_seconds is not None
-        return _tmc(task.learner(True, s.epochs, seed), tdshap_seconds, seed, checkpoint)
+        return _tmc(learner(True, s.epochs), tdshap_seconds, seed, checkpoint, s.metric)
     warm, epochs = {"tdshap": (True, s.epochs), "few_epoch": (False, s.epochs),
                     "full_train": (False, s.pretrain_epochs)}[method]
-    return TDShap(task.learner(warm, epochs, seed), "accuracy", tau=s.tau, eps=s.eps, k=s.k,
+    return TDShap(learner(warm, epochs), s.metric, tau=s.tau, eps=s.eps, k=s.k,
                   n_min=s.n_min, max_iter=s.n_iter, n_blocks=s.n_blocks, random_state=seed,
                   **_resumable(checkpoint))
 
@@ -138,14 +209,15 @@ def _elapsed_before(checkpoint: Path | None) -> float:
 
 def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
              tdshap_seconds: float | None = None,
-             checkpoint: Path | None = None) -> dict[str, Any]:
+             checkpoint: Path | None = None, memo: FitMemo | None = None) -> dict[str, Any]:
     """Value (unless baseline), cleanse and score one method on one trial.
 
     ``seconds`` is the valuation's wall time, pretraining on all of D
-    included, summed over the pieces of a checkpointed run.
+    included, summed over the pieces of a checkpointed run. Cells of one
+    trial that share ``memo`` fit the full-data cleansing model once.
     """
     s = task.setting
-    clean = task.learner(False, s.clean_epochs, seed)
+    clean = ReuseFits(task.learner(False, s.clean_epochs, seed), memo)
     cell: dict[str, Any] = {"method": method, "trial": trial, "seed": seed}
     start = time.perf_counter()
     if method == "baseline":
@@ -156,9 +228,23 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
         return cell
     checkpoint = checkpoint if method != "loo" else None
     before = _elapsed_before(checkpoint)
-    est = valuer(task, method, seed, tdshap_seconds, checkpoint)
+    pretrained = memo.get("pretrained") if memo is not None else None
+    if pretrained is None and method != "few_epoch" and hasattr(
+            task.learner(True, s.epochs, seed), "prepare"):
+        # one training on all of D per trial, for every warm-start valuation
+        pretrained = task.learner(True, s.epochs, seed).prepare(
+            split.X_train, split.y_train).init_from
+        if memo is not None:
+            memo["pretrained"] = pretrained
+    pre = pretrained.seconds if pretrained is not None and method != "few_epoch" else 0.0
+    budget = None if tdshap_seconds is None else max(tdshap_seconds - pre, 1.0)
+    start = time.perf_counter()
+    est = valuer(task, method, seed, budget, checkpoint,
+                 pretrained if method != "few_epoch" else None)
     est.fit(split.X_train, split.y_train, split.X_val, split.y_val)
-    seconds = before + time.perf_counter() - start  # pretraining on all of D included
+    # pretraining on all of D included (done once per trial, counted in every cell)
+    seconds = before + pre + time.perf_counter() - start
+    valued = time.perf_counter()
     result: ValuationResult = est.result_
     cleaned = cleanse(result, clean, *split.train, *split.val, *split.test, metric="accuracy",
                       step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed)
@@ -166,8 +252,8 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
                 baseline_test=cleaned.baseline_test, n_remove=cleaned.n_remove,
                 seconds=seconds, fits=int(result.n_fits),
                 n_harmful=int(np.sum(result.is_harmful)),
-                rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - start
-                - seconds)
+                evaluations=int(result.n_evaluations), pretrain_seconds=pre,
+                rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - valued)
     return cell
 
 
@@ -182,6 +268,7 @@ def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[
     for t in range(trials):
         trial_seed = seed + t
         split = None
+        memo = FitMemo()
         for method in order:
             if store.get(_cell(method, t)) is not None:
                 continue
@@ -192,7 +279,7 @@ def run_bench(task: DeepTask, out: Path, trials: int, seed: int, methods: tuple[
             split = split or task.load(trial_seed)
             cell = run_cell(task, method, t, trial_seed, split,
                             tdshap_cell["seconds"] if tdshap_cell else None,
-                            store.checkpoint(_cell(method, t)))
+                            store.checkpoint(_cell(method, t)), memo)
             store.put(_cell(method, t), cell)
             echo(f"trial {t} {method}: test acc {cell['test_acc']:.3f}, "
                  f"{cell['seconds']:.1f} s, {cell['fits']} fits")
@@ -216,7 +303,11 @@ def _table(cells: pd.DataFrame, dataset: str, title: str, columns: dict[str, str
     for method in columns:
         c = cells[cells["method"] == method] if len(cells) else cells
         acc.append(_mean_std(c["test_acc"]) if len(c) else "n/a")
-        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits" if len(c) else "")
+        subsets = ""
+        if len(c) and "evaluations" in c and c["evaluations"].notna().any():
+            subsets = f", {c['evaluations'].mean():.0f} subsets valued"
+        cost.append(f"{c['seconds'].mean():.0f} s, {c['fits'].mean():.0f} fits{subsets}"
+                    if len(c) else "")
     return [title, "", "| dataset | " + " | ".join(columns.values()) + " |",
             "|---" * (len(columns) + 1) + "|", f"| {dataset} | " + " | ".join(acc) + " |",
             "| time | " + " | ".join(cost) + " |"]

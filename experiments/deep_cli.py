@@ -47,11 +47,21 @@ def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable
                      help="TDShap blocks per round (M): M (K + 1) models per stack on a GPU."),
         click.option("--clean-step", type=click.IntRange(min=1), default=None,
                      help="Removal grid step [default: 1% of the training set]."),
+        click.option("--clean-max-fraction", type=click.FloatRange(0, 1, min_open=True,
+                     max_open=True), default=0.5, show_default=True,
+                     help="Largest share of the training set the removal grid removes."),
+        click.option("--valuation-head", type=click.Choice(["knn", "logreg"]), default=None,
+                     help="Value rows with this head on the embeddings of the network "
+                     "trained on all of D (cleansing still trains the network) [default: "
+                     "train the network on every subset]."),
+        click.option("--metric", type=click.Choice(["accuracy", "true_class_proba"]),
+                     default="accuracy", show_default=True,
+                     help="The valuations' V (cleansing is judged by accuracy either way)."),
         click.option("--max-models", type=click.IntRange(min=1), default=64,
                      show_default=True, help="Subset models trained together in one stack."),
         click.option("--device", default="auto", show_default=True),
         click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="torch CPU threads (default: torch's choice)."),
+                     help="torch and BLAS CPU threads (default: their choice)."),
         click.option("--out", type=click.Path(file_okay=False, path_type=Path),
                      default=Path(f"tdshap-out/bench-{defaults['name']}"), show_default=True),
     ]
@@ -70,8 +80,9 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
         pretrain_epochs=kw["pretrain_epochs"],
         clean_epochs=kw["clean_epochs"] or kw["pretrain_epochs"], batch_size=kw["batch_size"],
         n_iter=kw["n_iter"], k=kw["k"], n_min=kw["n_min"], n_blocks=kw["n_blocks"],
-        clean_step=kw["clean_step"],
+        clean_step=kw["clean_step"], clean_max_fraction=kw["clean_max_fraction"],
         max_models=kw["max_models"], device=kw["device"], extra=extra,
+        valuation_head=kw["valuation_head"], metric=kw["metric"],
     )
 
 
@@ -79,11 +90,16 @@ def _run(task: DeepTask, kw: dict[str, Any]) -> None:
     import torch
 
     if kw["threads"]:
+        from threadpoolctl import threadpool_limits
+
         torch.set_num_threads(kw["threads"])
+        threadpool_limits(kw["threads"])  # BLAS too (heads, k-NN): oversubscribed, it crawls
     methods = tuple(m.strip() for m in kw["methods"].split(",") if m.strip())
     s = task.setting
+    head = f"; {s.valuation_head} head on the embeddings" if s.valuation_head else ""
     click.echo(f"{s.dataset}: sizes {s.sizes}, {s.epochs} epochs per fit, {s.pretrain_epochs} "
-               f"on all of D, n_iter {s.n_iter}, K {s.k}, N_min {s.n_min}; out {kw['out']}")
+               f"on all of D, n_iter {s.n_iter}, K {s.k}, N_min {s.n_min}{head}; "
+               f"out {kw['out']}")
     try:
         cells = run_bench(task, kw["out"], kw["trials"], kw["seed"], methods, click.echo)
     except ValueError as err:

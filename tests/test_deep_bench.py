@@ -95,3 +95,48 @@ def test_an_interrupted_tdshap_cell_continues_from_its_checkpoint(tmp_path):
     cell = json.loads((tmp_path / "cells" / "tdshap_trial0.json").read_text())
     earlier = checkpoint_info(tmp_path / "cells" / "tdshap_trial0.tdshap")["elapsed"]
     assert earlier > 0 and cell["seconds"] > earlier  # the earlier pieces' time counts
+
+
+def test_cleansing_reuses_the_full_data_fit_of_the_trial(tmp_path):
+    from experiments.deep_bench import FitMemo, ReuseFits
+    from tdshap.cleansing import cleanse
+
+    torch.set_num_threads(1)
+    task = tiny_task()
+    split = task.load(0)
+    memo = FitMemo()
+    learner = ReuseFits(task.learner(False, 2, 0), memo)
+    first = learner.fit(split.X_train, split.y_train)
+    again = ReuseFits(task.learner(False, 2, 0), memo).fit(split.X_train, split.y_train)
+    assert again.estimator_ is first.estimator_ and len(memo) == 1
+    plain = task.learner(False, 2, 0).fit(split.X_train, split.y_train)
+    np.testing.assert_array_equal(first.predict_proba(split.X_val),
+                                  plain.predict_proba(split.X_val))
+    values = np.arange(len(split.y_train), dtype=float)
+    reused = cleanse(values, learner, *split.train, *split.val, step=4, max_fraction=0.5,
+                     random_state=0)
+    assert len(memo) == len(reused.grid)  # n_remove = 0 was the fit above
+    fresh = cleanse(values, task.learner(False, 2, 0), *split.train, *split.val, step=4,
+                    max_fraction=0.5, random_state=0)
+    np.testing.assert_array_equal(reused.val_scores, fresh.val_scores)
+
+
+def test_head_cells_are_a_setting_of_their_own(tmp_path):
+    import dataclasses
+
+    task = tiny_task()
+    key = task.setting.key()
+    assert "valuation_head" not in key and "metric" not in key  # older folders still match
+    head = DeepTask(dataclasses.replace(task.setting, valuation_head="knn",
+                                        metric="true_class_proba"), task.load, task.learner)
+    assert head.setting.key()["valuation_head"] == "knn"
+    from experiments.deep_bench import valuer
+
+    tdshap = valuer(head, "tdshap", 0, None)
+    assert tdshap.estimator.valuation_head == "knn" and tdshap.metric == "true_class_proba"
+    assert valuer(head, "loo", 0, None).metric == "true_class_proba"
+    assert valuer(head, "few_epoch", 0, None).estimator.warm_start is False
+    with pytest.raises(ValueError, match="few_epoch"):
+        valuer(head, "full_train", 0, None)
+    cells = run_bench(head, tmp_path, trials=1, seed=0, methods=("tdshap",), echo=print)
+    assert cells.loc[0, "evaluations"] > 0 and 0 <= cells.loc[0, "test_acc"] <= 1

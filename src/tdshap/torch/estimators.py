@@ -13,6 +13,11 @@ the estimator of any valuation method:
 instead: with ``epochs=20`` that is the paper's "few-epoch" ablation, with
 ``epochs=200`` its "full-train" one (Table 6).
 
+``valuation_head="knn"`` (or ``"logreg"``) values rows in the representation
+of the network trained on all of D instead: valuations refit only a light
+head on the embeddings for every subset (:mod:`tdshap.torch.head`), while
+``fit`` (and so cleansing) still trains the network.
+
 Every fit is reproducible: ``random_state`` (an int; the valuation sets it
 per fit) seeds the initialisation, the order of the rows and the dropout
 masks through :class:`~tdshap.torch.training.FitSeeds`. The valuation then
@@ -31,6 +36,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from torch import nn
 
+from tdshap.torch.head import check_head, representation
 from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
 from tdshap.utility.warm_start import Pretrained, Stopwatch
 
@@ -87,6 +93,12 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         All class labels, fixed by :meth:`prepare`; ``None``: those in ``y``.
     init_from:
         Set by :meth:`prepare`: the weights trained on all of D.
+    valuation_head:
+        ``None``: valuations train the network on every subset. ``"knn"``,
+        ``"logreg"`` or a scikit-learn classifier: valuations train only that
+        head on the embeddings (:meth:`embed`) of the network trained on all
+        of D (:mod:`tdshap.torch.head`; the untrained network's with
+        ``warm_start=False``); ``fit`` is unchanged.
 
     Attributes
     ----------
@@ -114,6 +126,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         input_dtype: str = "float32",
         classes: Any = None,
         init_from: Pretrained | None = None,
+        valuation_head: Any = None,
     ) -> None:
         self.module = module
         self.epochs = epochs
@@ -132,6 +145,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         self.input_dtype = input_dtype
         self.classes = classes
         self.init_from = init_from
+        self.valuation_head = valuation_head
 
     # -- configuration ---------------------------------------------------
     def _factory(self) -> ModuleFactory:
@@ -151,6 +165,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"batched={self.batched!r} must be True, False or 'auto'.")
         if not isinstance(self.max_models, int) or self.max_models < 1:
             raise ValueError(f"max_models={self.max_models!r} must be a whole number >= 1.")
+        check_head(self.valuation_head)
 
     @property
     def warm(self) -> bool:
@@ -215,10 +230,20 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     # -- the warm-start protocol -----------------------------------------
     def prepare(self, X: Any, y: Any) -> TorchClassifier:
-        """A copy with the classes of ``y`` fixed and, if ``warm_start``, pretrained on (X, y)."""
+        """A copy with the classes of ``y`` fixed and, if ``warm_start``, pretrained on (X, y).
+
+        An ``init_from`` already set (the weights of an earlier ``prepare`` on the
+        same rows, e.g. shared by several valuations of one data set) is kept
+        instead of training again; it must come from as many rows as ``y`` has.
+        """
         self._check()
         y = np.asarray(y)
         classes = self._classes_for(y)
+        if self.warm_start and self.init_from is not None:
+            if self.init_from.n_rows != len(y):
+                raise ValueError(f"init_from was trained on {self.init_from.n_rows} rows, "
+                                 f"not the {len(y)} given: leave it None to pretrain here.")
+            return clone(self).set_params(classes=classes)
         prepared = clone(self).set_params(classes=classes, init_from=None)
         if not self.warm_start:
             return prepared
@@ -229,9 +254,31 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             init_from=Pretrained(weights, n_rows=len(y), steps=steps, seconds=watch.seconds)
         )
 
+    def embed(self, X: Any) -> np.ndarray:
+        """The representation of ``X``: the input of the network's last linear layer (eval mode).
+
+        The network is the fitted ``module_`` after :meth:`fit`; before it, the one
+        valuations start from (the weights of :meth:`prepare`, or with
+        ``warm_start=False`` the initialisation seeded by ``random_state``).
+        """
+        if hasattr(self, "module_"):
+            module = self.module_
+        else:
+            if self.classes is None:
+                raise ValueError("embed needs a fitted or prepared classifier (call prepare).")
+            n_classes = len(self.classes)
+            state = self.initial_state(n_classes, FitSeeds.from_seed(_seed_of(self.random_state)))
+            module = self.build_module(n_classes, state, resolve_device(self.device))
+        device = next(module.parameters()).device
+        return representation(module, self.input_tensor(X, device))
+
     @property
-    def utility_class(self) -> type:
-        """The :class:`~tdshap.utility.base.Utility` valuations should use with this estimator."""
+    def utility_class(self) -> Callable[..., Any]:
+        """What valuations build their :class:`~tdshap.utility.base.Utility` with."""
+        if self.valuation_head is not None:
+            from tdshap.torch.head import head_utility
+
+            return head_utility
         batched = self.batched
         if batched == "auto":
             batched = resolve_device(self.device).type == "cuda"

@@ -45,7 +45,8 @@ class Pretrained:
         return self  # shared by every clone on purpose: see the module docstring
 
     def __repr__(self) -> str:
-        return f"Pretrained(n_rows={self.n_rows}, steps={self.steps}, seconds={self.seconds:.1f})"
+        # no seconds: the repr enters checkpoint settings, which must match when resumed
+        return f"Pretrained(n_rows={self.n_rows}, steps={self.steps})"
 
 
 def prepare_estimator(estimator: Any, X: Any, y: Any, seed: int | None = None) -> Any:

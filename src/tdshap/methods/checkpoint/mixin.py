@@ -16,6 +16,7 @@ or Ctrl-C.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,7 +97,9 @@ class CheckpointedValuation(BaseValuation, Checkpointing):
     def _settings(self, utility: Utility) -> dict[str, Any]:
         """What a checkpoint must agree on to be resumed."""
         free = FREE_SETTINGS + self.budget_settings
-        out = {k: v for k, v in self._config().items() if k not in free}
+        # object addresses in reprs (``<function f at 0x7f...>``) differ between processes
+        out = {k: re.sub(r" at 0x[0-9a-fA-F]+", "", v) if isinstance(v, str) else v
+               for k, v in self._config().items() if k not in free}
         if not isinstance(self.random_state, int | np.integer | None):
             out["random_state"] = type(self.random_state).__name__
         out["metric"] = utility.metric.name
