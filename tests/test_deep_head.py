@@ -22,32 +22,12 @@ from tdshap.torch.head import (  # noqa: E402
     standardiser,
 )
 from tdshap.torch.modules import FashionCNN  # noqa: E402
-
-
-def tiny_cnn(n_classes: int) -> FashionCNN:
-    return FashionCNN(n_classes, channels=(2, 3), hidden=8, side=8, dropout=0.5)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+from tiny_images import one_torch_thread, three_class_images, tiny_cnn  # noqa: E402, F401
 
 
 @pytest.fixture
 def images():
-    """Three classes of 8×8 'images' a tiny CNN can tell apart."""
-    rng = np.random.default_rng(0)
-    n = 90
-    y = np.repeat(np.arange(3), n // 3)
-    X = rng.normal(0, 0.5, (n, 1, 8, 8)).astype(np.float32)
-    X[y == 0, :, :4, :] += 1.0
-    X[y == 1, :, 4:, :] += 1.0
-    X[y == 2, :, :, :4] += 1.0
-    perm = rng.permutation(n)
-    return X[perm][:60], y[perm][:60], X[perm][60:], y[perm][60:]
+    return three_class_images(np.float32)
 
 
 def cnn(**kwargs) -> TorchClassifier:
