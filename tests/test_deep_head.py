@@ -13,6 +13,7 @@ from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 from tdshap import TDShap  # noqa: E402
 from tdshap.cleansing import cleanse  # noqa: E402
 from tdshap.methods.loo import LeaveOneOut  # noqa: E402
+from tdshap.methods.tdoob import ThresholdingOOB  # noqa: E402
 from tdshap.torch.estimators import TorchClassifier  # noqa: E402
 from tdshap.torch.head import (  # noqa: E402
     KNN_NEIGHBORS,
@@ -162,3 +163,13 @@ def test_a_checkpoint_resumes_with_another_module_object_and_shared_weights(imag
     run(1)
     resumed = run(2)
     assert resumed.result_.extra["resume"].startswith("continued")
+
+
+def test_thresholding_oob_refits_only_the_head(images):
+    X, y, Xv, _ = images
+    ours = ThresholdingOOB(cnn(valuation_head="knn"), max_iter=5, random_state=0).fit(X, y)
+    E, _ = by_hand(X, y, Xv)
+    ref = ThresholdingOOB(head_estimator("knn"), max_iter=5, random_state=0).fit(E, y)
+    np.testing.assert_array_equal(ours.values_, ref.values_)
+    np.testing.assert_array_equal(ours.counts_, ref.counts_)
+    assert np.ptp(ours.values_) > 0

@@ -45,6 +45,7 @@ from tdshap.result import ValuationResult
 from tdshap.utility.base import Utility, random_state_params
 from tdshap.utility.fast.neighbor_lists import oob_lists
 from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA, row_scores
+from tdshap.utility.warm_start import prepare_estimator
 
 
 class ThresholdingOOB(BaseValuation):
@@ -188,6 +189,13 @@ class ThresholdingOOB(BaseValuation):
         # The utility only holds the data and the fit counters here: bags are fitted below.
         on_error: Literal["raise", "fallback"] = "raise" if self.on_error == "raise" \
             else "fallback"
+        metric = "accuracy" if is_classifier(self.estimator) else "neg_mae"
+        if getattr(self.estimator, "valuation_head", None) is not None:
+            # a network valued by a light head on its full-data representation
+            # (tdshap.torch.head): every bag refits the head on the embeddings
+            prepared = prepare_estimator(self.estimator, X, y, run_seed)
+            return prepared.utility_class(prepared, metric, X, y, X_val, y_val,
+                                          on_error=on_error, run_seed=run_seed)
         return Utility(self.estimator, "accuracy" if is_classifier(self.estimator)
                        else "neg_mae", X, y, X_val, y_val, on_error=on_error,
                        run_seed=run_seed)
