@@ -32,6 +32,8 @@ def _result() -> ValuationResult:
     lambda d: d.update(n_fits="many"), lambda d: d.update(order=[0, 0, 1]),
     lambda d: d.update(confidence=2), lambda d: d.update(index=["a"]),
     lambda d: d.update(variances=[[1], [2], [3]]),
+    lambda d: d.update(extra={"eligibility_interval": "bernstein"}),
+    lambda d: d.update(extra={"eligibility_interval": ["pooled"]}),
 ])
 def test_an_edited_result_file_is_a_result_file_error(tmp_path: Path, edit) -> None:
     path = _result().save(tmp_path / "r.json")
@@ -113,3 +115,10 @@ def test_the_cleansing_falls_back_like_the_valuation(data) -> None:
     with pytest.raises(RuntimeError):
         cleanse(values, Flaky(max_depth=2), X, y, Xv, yv, step=1, max_fraction=0.3,
                 on_error="raise")
+
+
+def test_a_named_eligibility_interval_survives_a_round_trip(tmp_path: Path) -> None:
+    r = _result()
+    r.extra["eligibility_interval"] = "moderated"
+    back = ValuationResult.load(r.save(tmp_path / "r.json"))
+    assert back.extra["eligibility_interval"] == "moderated"

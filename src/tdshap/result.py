@@ -21,7 +21,13 @@ import numpy as np
 import pandas as pd
 
 from tdshap._io import atomic_write_bytes, jsonable
-from tdshap.intervals import DEFAULT_INTERVAL, check_method, half_widths, standard_errors
+from tdshap.intervals import (
+    DEFAULT_INTERVAL,
+    INTERVAL_METHODS,
+    check_method,
+    half_widths,
+    standard_errors,
+)
 
 FORMAT = "tdshap.ValuationResult"
 FORMAT_VERSION = 1
@@ -295,6 +301,12 @@ class ValuationResult:
             check_method(interval)
         except ValueError as err:
             raise ResultFileError(f"field 'interval': {err}") from None
+        extra = mapping("extra")
+        # the interval a method names for its credibly-harmful test (tdshap.cut.eligible_rows)
+        named = extra.get("eligibility_interval", interval)
+        if not isinstance(named, str) or named == "bernstein" or named not in INTERVAL_METHODS:
+            raise ResultFileError(f"field 'extra.eligibility_interval' is {named!r}: use one of "
+                                  f"{tuple(m for m in INTERVAL_METHODS if m != 'bernstein')}.")
         return cls(
             algorithm=algorithm,
             values=values,
@@ -306,7 +318,7 @@ class ValuationResult:
             seed=seed,
             config=mapping("config"),
             guarantee=guarantee,
-            extra=mapping("extra"),
+            extra=extra,
             index=None if index is None else np.asarray(index),
             confidence=confidence,
             interval=interval,
