@@ -53,6 +53,26 @@ def test_out_of_bag_scores_equal_refits(metric: str, rounded: bool) -> None:
     assert (declined_any > 0) == rounded
 
 
+@pytest.mark.parametrize("same_label", [True, False])
+def test_ties_among_rows_of_one_label_are_decided_not_refitted(same_label: bool) -> None:
+    # every row three times: the copies tie at the k-th slot all the time
+    X, y = _classes(150, seed=2)
+    X3, y3 = np.tile(X, (3, 1)), np.tile(y, 3)
+    if not same_label:  # the copies disagree: the order of the tie decides the vote
+        y3[len(y):2 * len(y)] = (y3[len(y):2 * len(y)] + 1) % 3
+    lists = NeighborLists(KNeighborsClassifier(5), X3, y3)
+    declined_any = 0
+    for bag in _bags(len(y3), 10, seed=4):
+        counts = np.bincount(bag, minlength=len(y3))
+        out = np.flatnonzero(counts == 0)
+        scores, declined = lists.row_scores(counts, out, y3[out], "true_class_proba")
+        refit = row_scores(KNeighborsClassifier(5).fit(X3[bag], y3[bag]), X3[out], y3[out],
+                           "true_class_proba")
+        np.testing.assert_array_equal(scores[~declined], refit[~declined])
+        declined_any += int(declined.sum())
+    assert (declined_any == 0) == same_label
+
+
 def test_regression_out_of_bag_scores_equal_refits_to_rounding() -> None:
     X, y = make_regression(300, 5, noise=3.0, random_state=1)
     for Xs in (X, np.round(X)):
@@ -222,3 +242,19 @@ def test_find_harmful_says_which_path_before_and_after(monkeypatch: pytest.Monke
     assert small.run is not None
     assert "memory budget" in small.run.extra["estimate"].path
     assert "memory budget" in small.run.result.extra["path_note"]
+
+
+def test_small_searches_run_on_one_thread_large_ones_keep_them() -> None:
+    from threadpoolctl import threadpool_info
+
+    from tdshap.utility.fast.base import SMALL_WORK, one_thread_if_small
+
+    def threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info()}
+
+    before = threads()
+    with one_thread_if_small(SMALL_WORK - 1):
+        assert threads() == {1}
+    assert threads() == before
+    with one_thread_if_small(SMALL_WORK):
+        assert threads() == before

@@ -186,8 +186,9 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     return CostEstimate(per, init + rounds, init, grid, timed, path=utility.path_note)
 
 
-#: rows predicted when timing a bag before the run (the cost is extrapolated to N)
-ESTIMATE_SAMPLE = 2048
+#: rows predicted (and searched) when timing a bag before the run; the per-row cost is
+#: extrapolated to N, so a few hundred rows time it while costing little on small data
+ESTIMATE_SAMPLE = 256
 #: share of rows a bootstrap bag leaves out (1/e)
 OUT_OF_BAG = 0.368
 
@@ -206,6 +207,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
 
     from tdshap.cleansing import removal_grid
     from tdshap.utility.base import describe_error
+    from tdshap.utility.fast.base import one_thread_if_small
     from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_path_problem
 
     X, y = data.X_train, data.y_train
@@ -226,8 +228,11 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
             t0 = time.perf_counter()
             model = clone(estimator).fit(X[bag], y[bag])
             t1 = time.perf_counter()
-            model.predict(X[sample])
-            fit_s, predict_s = t1 - t0, (time.perf_counter() - t1) / len(sample)
+            if not predict_s:  # one timed prediction is enough; both fits check the model
+                with one_thread_if_small(len(sample) * X.size):
+                    model.predict(X[sample])
+                predict_s = (time.perf_counter() - t1) / len(sample)
+            fit_s = t1 - t0
         except Exception as err:
             errors.append(describe_error(err))
     if len(errors) == 2:

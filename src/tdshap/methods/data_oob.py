@@ -25,6 +25,7 @@ from sklearn.base import clone
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
+from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_lists
 from tdshap.utility.metrics import row_scores
 
@@ -60,8 +61,9 @@ def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classif
             scores, declined = lists.row_scores(counts, oob, y[oob], metric)
             rows = oob[declined]
             if len(rows):
-                scores[declined] = row_scores(model.fit(X[bag], y[bag]), X[rows], y[rows],
-                                              metric)
+                with one_thread_if_small(len(rows) * X.size):
+                    scores[declined] = row_scores(model.fit(X[bag], y[bag]), X[rows], y[rows],
+                                                  metric)
             return oob, scores, False, len(rows)
         except Exception:
             if on_error == "raise":

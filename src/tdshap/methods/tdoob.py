@@ -43,6 +43,7 @@ from tdshap.methods.progress import RunProgress
 from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
 from tdshap.result import ValuationResult
 from tdshap.utility.base import Utility, random_state_params
+from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.neighbor_lists import oob_lists
 from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA, row_scores
 from tdshap.utility.warm_start import prepare_estimator
@@ -201,6 +202,11 @@ class ThresholdingOOB(BaseValuation):
                        run_seed=run_seed)
 
 
+    @staticmethod
+    def _bag_model(utility: Utility, seed: int) -> Any:
+        model = clone(utility.estimator)
+        return model.set_params(**{p: seed for p in random_state_params(model)})
+
     def _bag(self, utility: Utility, held: np.ndarray, rng: np.random.Generator,
              state: APTState) -> None:
         """Fit one bag without ``held`` and reward the held-out and out-of-bag rows."""
@@ -211,12 +217,11 @@ class ThresholdingOOB(BaseValuation):
         inside = np.zeros(n, dtype=bool)
         inside[bag] = True
         out = np.flatnonzero(~inside)  # held rows and the ones the bootstrap left out
-        model = clone(utility.estimator)
-        model.set_params(**{p: seed for p in random_state_params(model)})
         started = time.perf_counter()
         refitted = True
         try:
             if self._lists is None:
+                model = self._bag_model(utility, seed)
                 model.fit(utility.X[bag], utility.y[bag])
                 rewards = row_scores(model, utility.X[out], utility.y[out], self.metric_)
             else:
@@ -225,9 +230,11 @@ class ThresholdingOOB(BaseValuation):
                 refitted = bool(declined.any())
                 if refitted:  # the rows the lists cannot decide: scikit-learn's model on the bag
                     rows = out[declined]
-                    model.fit(utility.X[bag], utility.y[bag])
-                    rewards[declined] = row_scores(model, utility.X[rows], utility.y[rows],
-                                                   self.metric_)
+                    model = self._bag_model(utility, seed)
+                    with one_thread_if_small(len(rows) * utility.X.size):
+                        model.fit(utility.X[bag], utility.y[bag])
+                        rewards[declined] = row_scores(model, utility.X[rows],
+                                                       utility.y[rows], self.metric_)
                     self.refit_rows_ += len(rows)
         except Exception as err:
             utility.n_fits += 1

@@ -57,7 +57,7 @@ from sklearn import config_context
 from sklearn.base import clone, is_classifier
 from sklearn.neighbors import NearestNeighbors
 
-from tdshap.utility.fast.base import NotEligible
+from tdshap.utility.fast.base import NotEligible, one_thread_if_small
 from tdshap.utility.fast.budget import memory_budget, over_budget
 from tdshap.utility.fast.neighbors import EPS, TIE_MARGIN, neighbors_parameters
 from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA
@@ -142,10 +142,12 @@ class NeighborLists:
             raise NotEligible(why + ".")
         if self.classifier:
             self.classes, self.codes = np.unique(y, return_inverse=True)
+            self.label: np.ndarray = self.codes
         else:
             if np.asarray(y).dtype.kind not in "biuf":
                 raise NotEligible("k-NN regression needs a numeric target.")
             self.target = np.asarray(y, dtype=float)
+            self.label = self.target
         started = time.perf_counter()
         self.index, self.dist2 = self._search(X, Q, client)
         # a squared distance's rounding bound (see tdshap.utility.fast.neighbors)
@@ -203,8 +205,17 @@ class NeighborLists:
         earlier = (c > 0) & (cols < p[:, None])
         r = idx.shape[1] - 1 - np.argmax(earlier[:, ::-1], axis=1)
         dr = np.where(earlier.any(axis=1), d2[at, r], -np.inf)
-        ok = (full & (dp < sentinel - tie) & (dq - dp > tie)
-              & ((cum[at, p] == k) | (dp - dr > tie)))
+        inside = full & (dp < sentinel - tie)
+        ok = inside & (dq - dp > tie) & ((cum[at, p] == k) | (dp - dr > tie))
+        tied = np.flatnonzero(inside & ~ok)
+        if len(tied):
+            # Rows within the margin of the k-th slot may take it in any order, but when
+            # they all carry one label every order gives the same votes (or targets):
+            # decided here, not refitted (duplicated rows make such ties common).
+            window = (c[tied] > 0) & (np.abs(d2[tied] - dp[tied, None]) <= tie[tied, None])
+            label = self.label[idx[tied]]
+            ok[tied] = np.all(~window | (label == label[np.arange(len(tied)), p[tied], None]),
+                              axis=1)
         nbr = np.empty((len(rows), k), dtype=np.intp)
         last = idx.shape[1] - 1
         for s in range(k):  # slot s is filled by the first position whose running count > s
@@ -391,7 +402,7 @@ def _search_block(X: np.ndarray, Q: np.ndarray, lo: int, hi: int, depth: int,
     distances; ties by row number). Runs in this process or on a Dask worker."""
     extra = 1 if exclude_self else 0
     search = NearestNeighbors(n_neighbors=depth + extra, algorithm="brute").fit(X)
-    with config_context(working_memory=working):
+    with config_context(working_memory=working), one_thread_if_small((hi - lo) * X.size):
         found = search.kneighbors(Q[lo:hi], return_distance=False)
     if extra:
         found = _drop_self(found, np.arange(lo, hi))
