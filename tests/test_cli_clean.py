@@ -95,6 +95,13 @@ def test_single_class(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "single class")
 
 
+def test_single_class_names_the_value_as_written() -> None:
+    from tdshap.app.tabular import check_target
+
+    with pytest.raises(ValueError, match=r"single class \(1\): classification"):
+        check_target(pd.Series(np.ones(5, dtype=np.int64), name="y"), "classification")
+
+
 def test_nan_names_column_and_offers_impute(tmp_path: Path) -> None:
     frame = table()
     frame.loc[[3, 7], "b"] = np.nan

@@ -118,11 +118,13 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--metric", help="Default: accuracy (classification), neg_mae "
                      "(regression); or any scikit-learn scorer name."),
         click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
-                     help="auto: TDShap on true-class probabilities for k-NN classifiers, "
-                     "thresholding Data-OOB otherwise; tdshap: the paper's TDShap with "
-                     "--metric; tdoob: thresholding Data-OOB."),
+                     help="auto: thresholding Data-OOB (the APT bandit with out-of-bag "
+                     "rewards) for every model; tdshap: the paper's TDShap with --metric; "
+                     "tdoob: thresholding Data-OOB."),
         click.option("--tau", type=AutoOr(), default="auto", show_default=True,
-                     help="Threshold in metric units; auto: -eps."),
+                     help="Threshold in the valuation's units; auto: 1 / number of "
+                     "classes (thresholding Data-OOB, classification), a robust outlier cut "
+                     "below the median (regression), -eps (tdshap)."),
         click.option("--eps", type=AutoOr(low=0), default="auto", show_default=True,
                      help=f"Precision in metric units; auto: {DEFAULT_EPS_FACTOR:g} x spread "
                      "of the first pulls."),

@@ -215,9 +215,9 @@ def find_harmful(
     cleanse:
         Also run the cleansing protocol (adds the ``removed`` column).
     method:
-        ``"auto"``: TDShap on true-class probabilities for k-NN classifiers
-        (exact fast path), thresholding Data-OOB
-        (:class:`~tdshap.methods.tdoob.ThresholdingOOB`) for everything else;
+        ``"auto"``: thresholding Data-OOB
+        (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
+        out-of-bag rewards) for every model, k-NN through its neighbour lists;
         ``"tdshap"``: the paper's TDShap with ``metric``; ``"tdoob"``. See
         :mod:`tdshap.app.valuer` for the measurements behind the choice.
     cut:

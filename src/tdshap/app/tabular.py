@@ -189,8 +189,8 @@ def check_target(y: pd.Series, task: str) -> np.ndarray:
         return values
     if y.nunique() < 2:
         raise ValueError(
-            f"target column {name!r} has a single class ({y.iloc[0]!r}): classification "
-            "needs at least two."
+            f"target column {name!r} has a single class ({_plain(y.iloc[0])!r}): "
+            "classification needs at least two."
         )
     return y.to_numpy()
 
@@ -386,3 +386,8 @@ def holdout_split(
     else:
         val_idx, test_idx = held, np.empty(0, dtype=np.int64)
     return train, val_idx, test_idx, stratify
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (its repr is what a user wrote)."""
+    return value.item() if isinstance(value, np.generic) else value
