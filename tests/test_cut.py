@@ -9,7 +9,7 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from tdshap import ValuationResult, cleanse
-from tdshap.cleansing import _row_brier
+from tdshap.cleansing import _row_brier, _row_squared_error
 from tdshap.cut import (
     ELIGIBLE_N_SE,
     EligibleTest,
@@ -254,6 +254,42 @@ def test_cleanse_takes_the_eligible_cut_of_out_of_bag_values(breast_cancer_small
     c2 = cleanse(seen, KNeighborsClassifier(3), X, y, *d.val, *d.test, step=5, rule="one_se")
     assert c2.evidence is not None and c2.evidence.eligible is not None
     assert c2.evidence.eligible.n_se == 2.0
+
+
+def test_a_regressor_takes_the_eligible_cut_on_the_squared_error():
+    from sklearn.datasets import make_regression
+    from sklearn.neighbors import KNeighborsRegressor
+
+    X, y = make_regression(300, 4, noise=5.0, random_state=0)
+    tr, va, te = slice(0, 150), slice(150, 225), slice(225, 300)
+    y_tr = y[tr].copy()
+    shifted = np.random.default_rng(0).choice(150, 12, replace=False)
+    y_tr[shifted] += 6 * y.std()
+    values = np.zeros(150)
+    values[shifted] = -1.0
+    r = ValuationResult("tdoob", values, np.full(150, 40), np.full(150, 1e-4), threshold=-0.5,
+                        extra={"validation_free": True})
+    c = cleanse(r, KNeighborsRegressor(5), X[tr], y_tr, X[va], y[va], X[te], y[te], step=6,
+                rule="one_se")
+    e = c.evidence
+    assert e is not None and e.eligible is not None and e.n_eligible == 12
+    assert e.eligible.score == "squared error" and e.eligible.passed
+    assert "validation squared error" in e.reason
+    assert sorted(c.removed.tolist()) == sorted(shifted.tolist())
+
+
+def test_row_squared_error_is_minus_the_square_or_none_when_not_finite():
+    class Fixed:
+        def __init__(self, pred: list[float]) -> None:
+            self.pred = np.array(pred)
+
+        def predict(self, X: np.ndarray) -> np.ndarray:
+            return self.pred
+
+    X = np.zeros((2, 1))
+    scores = _row_squared_error(Fixed([1.0, 4.0]), X, np.array([0.0, 1.0]))
+    assert scores is not None and scores.tolist() == [-1.0, -9.0]
+    assert _row_squared_error(Fixed([1e200, 0.0]), X, np.array([-1e200, 0.0])) is None
 
 
 def test_a_result_may_name_the_interval_of_its_eligibility_test():

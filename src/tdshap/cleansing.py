@@ -214,10 +214,11 @@ def cleanse(
     boot_failed = False
     classes = np.unique(ya) if is_classifier(estimator) else None
     failed, first_error = 0, None
-    # minus the Brier score of each validation row, for the eligible cut's test
-    brier: dict[int, np.ndarray] = {}
-    wants_brier = (n_eligible is not None and n_eligible > 0 and classes is not None
-                   and hasattr(estimator, "predict_proba"))
+    # each validation row's smooth score (minus its Brier score, or minus its squared
+    # error for a regressor), for the eligible cut's test
+    smooth: dict[int, np.ndarray] = {}
+    wants_smooth = n_eligible is not None and n_eligible > 0 and (
+        classes is None or hasattr(estimator, "predict_proba"))
 
     def scored(m: Any) -> tuple[float, np.ndarray | None, float]:
         """Validation score, validation predictions (prediction metrics) and test score."""
@@ -243,10 +244,11 @@ def cleanse(
             model = fallback_model(ya[keep], classes)
             val_score, pred, test_score = scored(model)
         val_scores[i] = val_score
-        if wants_brier and classes is not None and n_remove in (0, n_eligible):
-            scores = _row_brier(model, Xv, yv, classes)
+        if wants_smooth and n_remove in (0, n_eligible):
+            scores = (_row_squared_error(model, Xv, yv) if classes is None
+                      else _row_brier(model, Xv, yv, classes))
             if scores is not None:
-                brier[int(n_remove)] = scores
+                smooth[int(n_remove)] = scores
         if pred is not None:
             predictions.append(pred)
         elif idx is not None and not boot_failed:
@@ -270,9 +272,10 @@ def cleanse(
     if rule == "one_se" and n_eligible:
         # values from out-of-bag rows never saw the validation rows: one honest comparison
         free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
-        pair = (brier[0], brier[n_eligible]) if len(brier) == 2 else None
+        pair = (smooth[0], smooth[n_eligible]) if len(smooth) == 2 else None
         test = eligible_test(grid, val_scores, boot, n_eligible,
-                             ELIGIBLE_N_SE if free else n_se, pair, idx)
+                             ELIGIBLE_N_SE if free else n_se, pair, idx,
+                             "brier" if classes is not None else "squared error")
     evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible,
                           eligible=test)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
@@ -313,6 +316,19 @@ def _row_brier(model: Any, X: np.ndarray, y: np.ndarray, classes: np.ndarray
     full[:, cols] = proba
     full[np.arange(len(y)), np.searchsorted(classes, y)] -= 1.0
     return -np.sum(full**2, axis=1)
+
+
+def _row_squared_error(model: Any, X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Minus the squared error of each row (higher is better); None when it is not finite."""
+    try:
+        pred = np.asarray(model.predict(X), dtype=float).ravel()
+    except Exception:  # the test then uses the metric
+        return None
+    if pred.shape != (len(y),):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = -(pred - np.asarray(y, dtype=float)) ** 2
+    return scores if np.all(np.isfinite(scores)) else None
 
 
 def _display(metric: str, scores: np.ndarray) -> tuple[np.ndarray, str]:

@@ -26,8 +26,10 @@ one-sided 5% level (1.645 SE) when the values did not come from the
 validation rows (out-of-bag values: ``extra["validation_free"]``), else at
 ``n_se``; for classifiers with probabilities it is judged on the Brier score
 of the validation rows, a proper score that sees a label fixed where
-accuracy sees nothing until a prediction flips, and the user's metric on
-validation must not fall. It is taken when it passes and removes more than
+accuracy sees nothing until a prediction flips, for regressors on the squared
+error (the proper score of a mean: it weighs the large errors that wrong
+targets cause, where the MAE of a noisy model hides them), and the user's
+metric on validation must not fall. It is taken when it passes and removes more than
 steps 1-4 would.
 
 The validation rows that judge the cut also valued the rows, so a cut's
@@ -76,8 +78,9 @@ class EligibleTest:
 
     ``gain``/``se``: validation gain of the cut over keeping all rows and its
     paired-bootstrap standard error, in units of ``score`` (``"brier"``: minus
-    the Brier score, for classifiers with probabilities; otherwise the
-    user's metric); ``metric_gain``: the gain in the user's metric, which
+    the Brier score, for classifiers with probabilities; ``"squared error"``:
+    minus the squared error, for regressors; otherwise the user's metric);
+    ``metric_gain``: the gain in the user's metric, which
     must not be negative; ``n_se``: the standard errors needed.
     """
 
@@ -104,13 +107,14 @@ class EligibleTest:
 def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None,
                   n_eligible: int | None, n_se: float,
                   row_scores: tuple[np.ndarray, np.ndarray] | None = None,
-                  idx: np.ndarray | None = None) -> EligibleTest | None:
+                  idx: np.ndarray | None = None, score: str = "brier") -> EligibleTest | None:
     """The :class:`EligibleTest` of one removal curve; None when it cannot be made.
 
-    ``row_scores``: per-validation-row smooth scores (minus the Brier score)
-    of the model on all rows and of the model without the eligible rows,
-    resampled with ``idx``; without them the test uses the curve's own
-    bootstrap ``boot``.
+    ``row_scores``: per-validation-row smooth scores, named by ``score``
+    (``"brier"``: minus the Brier score; ``"squared error"``: minus the squared
+    error of a regressor), of the model on all rows and of the model without
+    the eligible rows, resampled with ``idx``; without them the test uses the
+    curve's own bootstrap ``boot``.
     """
     grid = np.asarray(grid)
     if not n_eligible or boot is None or len(boot) < 2 or n_eligible not in grid:
@@ -120,7 +124,7 @@ def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | N
     if row_scores is not None and idx is not None:
         diff = row_scores[1] - row_scores[0]
         means = diff[idx].mean(axis=1)
-        return EligibleTest(int(n_eligible), "brier", float(diff.mean()),
+        return EligibleTest(int(n_eligible), score, float(diff.mean()),
                             float(np.std(means, ddof=1)), float(n_se), metric_gain)
     boot_gain = boot[:, i] - boot[:, 0]
     return EligibleTest(int(n_eligible), "metric", metric_gain,
