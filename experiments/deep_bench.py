@@ -11,7 +11,19 @@ Methods:
 ``tdshap``       TDShap with warm start (enhancement iii);
 ``tmc_short``    Data Shapley (TMC) stopped at TDShap's wall time of the same trial;
 ``few_epoch``    TDShap, every fit from a fresh initialisation for the same epochs;
-``full_train``   TDShap, every fit from a fresh initialisation for the full epochs.
+``full_train``   TDShap, every fit from a fresh initialisation for the full epochs;
+``tdoob``        thresholding Data-OOB (:class:`~tdshap.methods.ThresholdingOOB`, not in
+                 the paper): out-of-bag scores of the same learner (the probability of
+                 each row's own label from models fitted on bootstrap bags without it),
+                 with the library's defaults (``tau`` chance, ``k="auto"``, 200 bags
+                 after the first pass). Its values never see the validation rows.
+
+``rule`` is the cleansing cut (:func:`tdshap.cleansing.cleanse`): ``"paper"``
+(the default: the paper's best validation score, which overfits the
+validation rows that also valued the rows) or ``"one_se"`` (the library's
+default: the smallest credible cut within one SE of the best, and for results
+with a threshold only the rows credibly below it). It is part of the setting,
+so cells of different rules never share a folder.
 
 With ``valuation_head`` set (``--valuation-head knn|logreg``) every valuation
 trains only that head on the embeddings of the network (issue 16, item 1:
@@ -51,8 +63,11 @@ from tdshap.app.splits import Split
 from tdshap.cleansing import cleanse
 from tdshap.result import ValuationResult
 
-METHODS = ("baseline", "loo", "tdshap", "tmc_short", "few_epoch", "full_train")  # run order
-VALUATIONS = {"loo", "tmc_short", "tdshap", "few_epoch", "full_train"}
+METHODS = ("baseline", "loo", "tdshap", "tmc_short", "few_epoch", "full_train",
+           "tdoob")  # run order
+VALUATIONS = {"loo", "tmc_short", "tdshap", "few_epoch", "full_train", "tdoob"}
+PAPER_METHODS = METHODS[:-1]  # Tables 5 and 6: the default of the commands
+RULES = ("paper", "one_se")
 
 
 @dataclass
@@ -78,15 +93,22 @@ class BenchSetting:
     extra: dict[str, Any] = field(default_factory=dict)
     valuation_head: str | None = None
     metric: str = "accuracy"
+    rule: str = "paper"
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"rule={self.rule!r}: choose one of {RULES}.")
 
     def key(self) -> dict[str, Any]:
         """The setting as JSON (device and batching excluded: they do not change results;
-        ``valuation_head`` only when set, so folders made before it existed still match)."""
+        ``valuation_head``, ``metric`` and ``rule`` only when not the default, so folders
+        made before they existed still match)."""
         out = asdict(self)
         out["sizes"] = list(self.sizes)
         for name in ("device", "max_models"):
             out.pop(name)
-        for name, default in (("valuation_head", None), ("metric", "accuracy")):
+        for name, default in (("valuation_head", None), ("metric", "accuracy"),
+                              ("rule", "paper")):
             if out[name] == default:
                 out.pop(name)
         return out
@@ -169,7 +191,7 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
     computed in pieces. ``pretrained`` (the trial's training on all of D) is
     given to the warm-start learners instead of training again.
     """
-    from tdshap.methods import TDShap
+    from tdshap.methods import TDShap, ThresholdingOOB
     from tdshap.methods.loo import LeaveOneOut
 
     s = task.setting
@@ -188,6 +210,9 @@ def valuer(task: DeepTask, method: str, seed: int, tdshap_seconds: float | None,
         # all N + 1 subsets in one call, so a batched utility trains them as stacks
         return LeaveOneOut(learner(True, s.epochs), s.metric, k=None,
                            batch_size=1_000_000, random_state=seed)
+    if method == "tdoob":
+        # its own per-row metric (the probability of the row's label), never V's subset metric
+        return ThresholdingOOB(learner(True, s.epochs), random_state=seed)
     if method == "tmc_short":
         assert tdshap_seconds is not None
         return _tmc(learner(True, s.epochs), tdshap_seconds, seed, checkpoint, s.metric)
@@ -226,7 +251,7 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
                     val_acc=float(model.score(split.X_val, split.y_val)),
                     seconds=time.perf_counter() - start, fits=1, n_remove=0)
         return cell
-    checkpoint = checkpoint if method != "loo" else None
+    checkpoint = checkpoint if method not in ("loo", "tdoob") else None
     before = _elapsed_before(checkpoint)
     pretrained = memo.get("pretrained") if memo is not None else None
     if pretrained is None and method != "few_epoch" and hasattr(
@@ -247,13 +272,23 @@ def run_cell(task: DeepTask, method: str, trial: int, seed: int, split: Split,
     valued = time.perf_counter()
     result: ValuationResult = est.result_
     cleaned = cleanse(result, clean, *split.train, *split.val, *split.test, metric="accuracy",
-                      step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed)
+                      step=s.clean_step, max_fraction=s.clean_max_fraction, random_state=seed,
+                      rule=s.rule)
     cell.update(test_acc=cleaned.cleaned_test, val_acc=cleaned.cleaned_val,
                 baseline_test=cleaned.baseline_test, n_remove=cleaned.n_remove,
                 seconds=seconds, fits=int(result.n_fits),
                 n_harmful=int(np.sum(result.is_harmful)),
                 evaluations=int(result.n_evaluations), pretrain_seconds=pre,
                 rounds=result.extra.get("rounds"), clean_seconds=time.perf_counter() - valued)
+    ev = cleaned.evidence
+    if ev is not None and ev.n_eligible is not None:  # rule one_se, a result with a threshold
+        # the credible rows, why the cut was chosen, and (a diagnostic, never used to
+        # choose) the scores had exactly those rows been removed
+        cell.update(n_eligible=int(ev.n_eligible), cut_reason=ev.reason)
+        at = np.flatnonzero(cleaned.grid == ev.n_eligible)
+        if ev.n_eligible > 0 and len(at) and cleaned.test_scores is not None:
+            cell.update(val_at_eligible=float(cleaned.val_scores[at[0]]),
+                        test_at_eligible=float(cleaned.test_scores[at[0]]))
     return cell
 
 
@@ -313,6 +348,50 @@ def _table(cells: pd.DataFrame, dataset: str, title: str, columns: dict[str, str
             "| time | " + " | ".join(cost) + " |"]
 
 
+NAMES = {**TABLE6[1], **TABLE5[1], "tdoob": "Thresholding Data-OOB"}
+
+
+def gains(cells: pd.DataFrame) -> list[str]:
+    """Each method's paired gain over the baseline cell of the same trial, and its cut."""
+    if not len(cells) or "baseline" not in set(cells["method"]):
+        return []
+    base = cells[cells["method"] == "baseline"].set_index("trial")["test_acc"]
+    eligible = "n_eligible" in cells and cells["n_eligible"].notna().any()
+    rows = ["Paired gain over the baseline (test accuracy, same trial), mean ± std over "
+            "trials; rows removed by the cut (trials removing none)"
+            + ("; one_se: rows credibly below the threshold, and the gain had exactly those "
+               "been removed (a diagnostic: the cut did not choose it)" if eligible else ""),
+            "", "| method | test accuracy | gain | rows removed |"
+            + (" credible rows | gain removing them |" if eligible else ""),
+            "|---" * (6 if eligible else 4) + "|"]
+    for method in [m for m in METHODS if m != "baseline"]:
+        c = cells[(cells["method"] == method) & cells["trial"].isin(base.index)]
+        if not len(c):
+            continue
+        before = base.loc[c["trial"]].to_numpy(float)
+        gain = c["test_acc"].to_numpy(float) - before
+        removed = c["n_remove"].to_numpy(float)
+        row = (f"| {NAMES[method]} | {_mean_std(c['test_acc'])} | "
+               f"{gain.mean():+.3f} ± {gain.std(ddof=0):.3f} | "
+               f"{removed.mean():.1f} ({int(np.sum(removed == 0))}) |")
+        if eligible:
+            n = c["n_eligible"].to_numpy(float) if "n_eligible" in c else np.full(len(c), np.nan)
+            at = c["test_at_eligible"].to_numpy(float) if "test_at_eligible" in c \
+                else np.full(len(c), np.nan)
+            at = np.where(n == 0, before, at) - before  # no credible row: nothing removed
+            row += (f" {np.nanmean(n):.1f} |" if np.isfinite(n).any() else " n/a |")
+            row += (f" {np.nanmean(at):+.3f} ± {np.nanstd(at):.3f} |"
+                    if np.isfinite(at).any() else " n/a |")
+        rows.append(row)
+    return rows if len(rows) > 4 else []
+
+
 def tables(cells: pd.DataFrame, dataset: str) -> str:
-    """Markdown tables shaped like the paper's Tables 5 and 6."""
-    return "\n".join([*_table(cells, dataset, *TABLE5), "", *_table(cells, dataset, *TABLE6)])
+    """Markdown tables shaped like the paper's Tables 5 and 6 (TDOOB's column only when it
+    was run), then the paired gains over the baseline."""
+    table5 = TABLE5
+    if len(cells) and "tdoob" in set(cells["method"]):
+        table5 = (TABLE5[0], {**TABLE5[1], "tdoob": NAMES["tdoob"]})
+    extra = gains(cells)
+    return "\n".join([*_table(cells, dataset, *table5), "", *_table(cells, dataset, *TABLE6),
+                      *(["", *extra] if extra else [])])

@@ -17,7 +17,15 @@ from typing import Any
 
 import click
 
-from experiments.deep_bench import METHODS, BenchSetting, DeepTask, run_bench, tables
+from experiments.deep_bench import (
+    METHODS,
+    PAPER_METHODS,
+    RULES,
+    BenchSetting,
+    DeepTask,
+    run_bench,
+    tables,
+)
 
 
 def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -26,8 +34,9 @@ def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable
         click.option("--trials", type=click.IntRange(min=1), default=10, show_default=True),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of trial 0 (trial t uses seed + t)."),
-        click.option("--methods", default=",".join(METHODS), show_default=True,
-                     help="Comma-separated subset of the methods."),
+        click.option("--methods", default=",".join(PAPER_METHODS), show_default=True,
+                     help=f"Comma-separated subset of {', '.join(METHODS)} (tdoob: "
+                     "thresholding Data-OOB, not in the paper)."),
         click.option("--sizes", nargs=3, type=click.IntRange(min=1),
                      default=defaults["sizes"], show_default=True, help="train val test"),
         click.option("--epochs", type=click.IntRange(min=1), default=defaults["epochs"],
@@ -57,6 +66,12 @@ def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable
         click.option("--metric", type=click.Choice(["accuracy", "true_class_proba"]),
                      default="accuracy", show_default=True,
                      help="The valuations' V (cleansing is judged by accuracy either way)."),
+        click.option("--rule", type=click.Choice(list(RULES)), default="paper",
+                     show_default=True,
+                     help="The cleansing cut: paper (best validation score, the paper's "
+                     "tables) or one_se (the library's default: smallest credible cut within "
+                     "one SE of the best). Part of the setting: another rule needs another "
+                     "--out."),
         click.option("--max-models", type=click.IntRange(min=1), default=64,
                      show_default=True, help="Subset models trained together in one stack."),
         click.option("--device", default="auto", show_default=True),
@@ -82,7 +97,7 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
         n_iter=kw["n_iter"], k=kw["k"], n_min=kw["n_min"], n_blocks=kw["n_blocks"],
         clean_step=kw["clean_step"], clean_max_fraction=kw["clean_max_fraction"],
         max_models=kw["max_models"], device=kw["device"], extra=extra,
-        valuation_head=kw["valuation_head"], metric=kw["metric"],
+        valuation_head=kw["valuation_head"], metric=kw["metric"], rule=kw["rule"],
     )
 
 
@@ -99,6 +114,7 @@ def _run(task: DeepTask, kw: dict[str, Any]) -> None:
     head = f"; {s.valuation_head} head on the embeddings" if s.valuation_head else ""
     click.echo(f"{s.dataset}: sizes {s.sizes}, {s.epochs} epochs per fit, {s.pretrain_epochs} "
                f"on all of D, n_iter {s.n_iter}, K {s.k}, N_min {s.n_min}{head}; "
+               f"cut {s.rule}; "
                f"out {kw['out']}")
     try:
         cells = run_bench(task, kw["out"], kw["trials"], kw["seed"], methods, click.echo)
@@ -161,7 +177,7 @@ def _livedoor_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> An
               help="minilm: fine-tune the offline English MiniLM (text extra). e5 / tfidf: embed "
                    "once (multilingual-e5-small from the livedoor-ja extra / character n-gram "
                    "LSA) and refit a logistic regression per subset (fixed representation; "
-                   "Table 5 methods only).")
+                   "Table 5 methods and tdoob only).")
 @click.option("--max-chars", type=click.IntRange(min=1), default=256, show_default=True,
               help="Characters of each article embedded by e5.")
 @click.option("--head-c", type=click.FloatRange(min=0, min_open=True), default=None,

@@ -140,3 +140,23 @@ def test_head_cells_are_a_setting_of_their_own(tmp_path):
         valuer(head, "full_train", 0, None)
     cells = run_bench(head, tmp_path, trials=1, seed=0, methods=("tdshap",), echo=print)
     assert cells.loc[0, "evaluations"] > 0 and 0 <= cells.loc[0, "test_acc"] <= 1
+
+
+def test_tdoob_cells_with_a_valuation_head(tmp_path):
+    """Thresholding Data-OOB refits only the head on the network's full-data embeddings."""
+    import dataclasses
+
+    from experiments.deep_bench import valuer
+    from tdshap.methods import ThresholdingOOB
+
+    torch.set_num_threads(1)
+    task = tiny_task()
+    head = DeepTask(dataclasses.replace(task.setting, valuation_head="knn", rule="one_se"),
+                    task.load, task.learner)
+    est = valuer(head, "tdoob", 0, None)
+    assert isinstance(est, ThresholdingOOB) and est.estimator.valuation_head == "knn"
+    cells = run_bench(head, tmp_path, trials=1, seed=0, methods=("baseline", "tdoob"),
+                      echo=print).set_index("method")
+    # k-NN head: out-of-bag rows predicted from neighbour lists, so bags without refits
+    assert cells.loc["tdoob", "evaluations"] > 0 and 0 <= cells.loc["tdoob", "test_acc"] <= 1
+    assert head.setting.key()["rule"] == "one_se"

@@ -167,3 +167,33 @@ def test_bench_livedoor_tfidf_command_on_a_tiny_corpus(tmp_path, monkeypatch):
     assert setting["extra"]["encoder"] == "tfidf"
     assert setting["extra"]["head"] == "LogisticRegression(C=10.0)"
     assert "| livedoor |" in (out / "summary.md").read_text()
+
+
+def test_bench_livedoor_tfidf_rule_and_tdoob_on_a_tiny_corpus(tmp_path, monkeypatch):
+    """``--rule one_se --methods baseline,tdoob``: the rule is in setting.json, tdoob runs."""
+    import gzip
+    import json
+
+    from click.testing import CliRunner
+
+    from experiments.deep_cli import bench_livedoor
+
+    docs, y = topic_docs(80, seed=3)
+    (tmp_path / "livedoor").mkdir()
+    with gzip.open(tmp_path / "livedoor" / "livedoor.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for i, (doc, c) in enumerate(zip(docs, y, strict=True)):
+            fh.write(json.dumps({"category": ["sports", "phones"][c], "title": f"記事{i}",
+                                 "body": doc}, ensure_ascii=False) + "\n")
+    monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+    out = tmp_path / "out"
+    args = ["--encoder", "tfidf", "--trials", "1", "--sizes", "30", "20", "20",
+            "--methods", "baseline,tdoob", "--clean-step", "3", "--out", str(out)]
+    result = CliRunner().invoke(bench_livedoor, [*args, "--rule", "one_se"])
+    assert result.exit_code == 0, result.output
+    assert "cut one_se" in result.output
+    assert sorted(p.stem for p in (out / "cells").glob("*.json")) == [
+        "baseline_trial0", "tdoob_trial0"]
+    assert json.loads((out / "setting.json").read_text())["rule"] == "one_se"
+    assert "Thresholding Data-OOB" in (out / "summary.md").read_text()
+    again = CliRunner().invoke(bench_livedoor, args)  # the paper's rule: another folder
+    assert again.exit_code != 0 and "another setting" in again.output
