@@ -52,16 +52,18 @@ NOISE = 0.1
 N_FEATURES = 20
 
 
-def make_data(n: int, seed: int) -> dict[str, np.ndarray]:
-    """N training rows (10% labels moved), N/2 validation and N/2 test rows."""
+def make_data(n: int, seed: int, held: int | None = None) -> dict[str, np.ndarray]:
+    """N training rows (10% labels moved), ``held`` (default N/2) validation and as many
+    test rows."""
     from sklearn.datasets import make_classification
     from sklearn.preprocessing import StandardScaler
 
-    X, y = make_classification(2 * n, n_features=N_FEATURES, n_informative=8, n_classes=3,
-                               random_state=seed)
+    held = n // 2 if held is None else held
+    X, y = make_classification(n + 2 * held, n_features=N_FEATURES, n_informative=8,
+                               n_classes=3, random_state=seed)
     rng = np.random.default_rng(seed)
-    perm = rng.permutation(2 * n)
-    tr, va, te = perm[:n], perm[n : n + n // 2], perm[n + n // 2 :]
+    perm = rng.permutation(n + 2 * held)
+    tr, va, te = perm[:n], perm[n : n + held], perm[n + held :]
     scaler = StandardScaler().fit(X[tr])
     y_tr = y[tr].copy()
     planted = np.sort(rng.choice(n, round(NOISE * n), replace=False))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -167,3 +169,20 @@ def test_holdout_split_is_stratified_and_disjoint() -> None:
     assert strat and len(val) == 20 and len(test) == 20 and len(train) == 40
     assert len(np.unique(np.concatenate([train, val, test]))) == 80
     assert (y[val] == 1).sum() == 5 and (y[test] == 1).sum() == 5
+
+
+@pytest.mark.parametrize("X, y, message", [
+    (np.ones((6, 2), dtype=complex), np.arange(6) % 2, "complex numbers"),
+    (np.ones((0, 2)), np.ones(0), "0 rows"),
+    (np.ones((6, 2)), np.array([1, "a"] * 3, dtype=object), "mixes text and numbers"),
+])
+def test_hostile_arrays_get_one_clear_error(X: Any, y: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(X, y)
+
+
+def test_a_sparse_matrix_is_refused_with_the_fix() -> None:
+    import scipy.sparse as sp
+
+    with pytest.raises(ValueError, match=r"sparse matrix: pass X.toarray\(\)"):
+        tdshap.find_harmful(sp.csr_matrix(np.eye(6)), np.arange(6) % 2)

@@ -33,22 +33,28 @@ def _bags(n: int, count: int, seed: int = 0) -> list[np.ndarray]:
     return [rng.integers(0, n, n) for _ in range(count)]
 
 
+def _declined_against_refits(X: np.ndarray, y: np.ndarray, bags: list[np.ndarray],
+                             metric: str) -> int:
+    """Every out-of-bag score the 5-NN lists decide equals a refit's, bit for bit; the
+    declined ones are NaN. Returns how many were declined."""
+    lists = NeighborLists(KNeighborsClassifier(5), X, y)
+    declined_any = 0
+    for bag in bags:
+        counts = np.bincount(bag, minlength=len(y))
+        out = np.flatnonzero(counts == 0)
+        scores, declined = lists.row_scores(counts, out, y[out], metric)
+        refit = row_scores(KNeighborsClassifier(5).fit(X[bag], y[bag]), X[out], y[out], metric)
+        np.testing.assert_array_equal(scores[~declined], refit[~declined])
+        assert np.isnan(scores[declined]).all()
+        declined_any += int(declined.sum())
+    return declined_any
+
+
 @pytest.mark.parametrize("metric", ["true_class_proba", "accuracy"])
 @pytest.mark.parametrize("rounded", [False, True])
 def test_out_of_bag_scores_equal_refits(metric: str, rounded: bool) -> None:
     X, y = _classes(rounded=rounded)
-    lists = NeighborLists(KNeighborsClassifier(5), X, y)
-    declined_any = 0
-    for bag in _bags(len(y), 15):
-        counts = np.bincount(bag, minlength=len(y))
-        out = np.flatnonzero(counts == 0)
-        model = KNeighborsClassifier(5).fit(X[bag], y[bag])
-        scores, declined = lists.row_scores(counts, out, y[out], metric)
-        refit = row_scores(model, X[out], y[out], metric)
-        # every row the lists decide equals the refit bit for bit
-        np.testing.assert_array_equal(scores[~declined], refit[~declined])
-        assert np.isnan(scores[declined]).all()
-        declined_any += int(declined.sum())
+    declined_any = _declined_against_refits(X, y, _bags(len(y), 15), metric)
     # continuous features: no ties, nothing declined; rounded: ties are declined, not guessed
     assert (declined_any > 0) == rounded
 
@@ -60,16 +66,8 @@ def test_ties_among_rows_of_one_label_are_decided_not_refitted(same_label: bool)
     X3, y3 = np.tile(X, (3, 1)), np.tile(y, 3)
     if not same_label:  # the copies disagree: the order of the tie decides the vote
         y3[len(y):2 * len(y)] = (y3[len(y):2 * len(y)] + 1) % 3
-    lists = NeighborLists(KNeighborsClassifier(5), X3, y3)
-    declined_any = 0
-    for bag in _bags(len(y3), 10, seed=4):
-        counts = np.bincount(bag, minlength=len(y3))
-        out = np.flatnonzero(counts == 0)
-        scores, declined = lists.row_scores(counts, out, y3[out], "true_class_proba")
-        refit = row_scores(KNeighborsClassifier(5).fit(X3[bag], y3[bag]), X3[out], y3[out],
-                           "true_class_proba")
-        np.testing.assert_array_equal(scores[~declined], refit[~declined])
-        declined_any += int(declined.sum())
+    declined_any = _declined_against_refits(X3, y3, _bags(len(y3), 10, seed=4),
+                                            "true_class_proba")
     assert (declined_any == 0) == same_label
 
 

@@ -139,22 +139,29 @@ def test_fixed_encoder_bench_values_and_cleanses(tmp_path):
     assert cells.loc["tdshap", "fits"] > 0 and 0 <= cells.loc["tdshap", "test_acc"] <= 1
 
 
-def test_bench_livedoor_tfidf_command_on_a_tiny_corpus(tmp_path, monkeypatch):
-    """``bench livedoor --encoder tfidf`` end to end on a made-up 80-article corpus."""
+def _tiny_livedoor(tmp_path, monkeypatch, seed: int) -> None:
+    """A made-up 80-article, two-category Livedoor corpus under ``TDSHAP_DATA_DIR``."""
     import gzip
     import json
 
-    from click.testing import CliRunner
-
-    from experiments.deep_cli import bench_livedoor
-
-    docs, y = topic_docs(80, seed=2)
+    docs, y = topic_docs(80, seed=seed)
     (tmp_path / "livedoor").mkdir()
     with gzip.open(tmp_path / "livedoor" / "livedoor.jsonl.gz", "wt", encoding="utf-8") as fh:
         for i, (doc, c) in enumerate(zip(docs, y, strict=True)):
             fh.write(json.dumps({"category": ["sports", "phones"][c], "title": f"記事{i}",
                                  "body": doc}, ensure_ascii=False) + "\n")
     monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+
+
+def test_bench_livedoor_tfidf_command_on_a_tiny_corpus(tmp_path, monkeypatch):
+    """``bench livedoor --encoder tfidf`` end to end on a made-up 80-article corpus."""
+    import json
+
+    from click.testing import CliRunner
+
+    from experiments.deep_cli import bench_livedoor
+
+    _tiny_livedoor(tmp_path, monkeypatch, seed=2)
     out = tmp_path / "out"
     result = CliRunner().invoke(bench_livedoor, [
         "--encoder", "tfidf", "--trials", "1", "--sizes", "30", "20", "20", "--n-iter", "1",
@@ -171,20 +178,13 @@ def test_bench_livedoor_tfidf_command_on_a_tiny_corpus(tmp_path, monkeypatch):
 
 def test_bench_livedoor_tfidf_rule_and_tdoob_on_a_tiny_corpus(tmp_path, monkeypatch):
     """``--rule one_se --methods baseline,tdoob``: the rule is in setting.json, tdoob runs."""
-    import gzip
     import json
 
     from click.testing import CliRunner
 
     from experiments.deep_cli import bench_livedoor
 
-    docs, y = topic_docs(80, seed=3)
-    (tmp_path / "livedoor").mkdir()
-    with gzip.open(tmp_path / "livedoor" / "livedoor.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for i, (doc, c) in enumerate(zip(docs, y, strict=True)):
-            fh.write(json.dumps({"category": ["sports", "phones"][c], "title": f"記事{i}",
-                                 "body": doc}, ensure_ascii=False) + "\n")
-    monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+    _tiny_livedoor(tmp_path, monkeypatch, seed=3)
     out = tmp_path / "out"
     args = ["--encoder", "tfidf", "--trials", "1", "--sizes", "30", "20", "20",
             "--methods", "baseline,tdoob", "--clean-step", "3", "--out", str(out)]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from tdshap.app.plan import run
 from tdshap.app.report import text_report
@@ -37,11 +38,19 @@ DEFAULT_TEST_FRACTION = 0.25
 
 def _as_frame(X: Any, name: str) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
-        return X
-    arr = np.asarray(X)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
-    return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+        frame = X
+    else:
+        if sp.issparse(X):
+            raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
+                             "valued as dense arrays).")
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
+        frame = pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+    if len(frame) == 0 or frame.shape[1] == 0:
+        raise ValueError(f"{name} has {len(frame)} rows and {frame.shape[1]} columns: it needs "
+                         "at least one of each.")
+    return frame
 
 
 def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:

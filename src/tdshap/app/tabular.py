@@ -187,6 +187,12 @@ def check_target(y: pd.Series, task: str) -> np.ndarray:
             raise ValueError(f"target column {name!r} has {values[bad[0]]} in row "
                              f"{y.index[bad[0]]}: drop that row or give a finite value.")
         return values
+    kinds = {isinstance(v, str) for v in y.to_numpy()} if y.dtype == object else set()
+    if len(kinds) > 1:
+        raise ValueError(f"target column {name!r} mixes text and numbers as labels: give every "
+                         "label the same type (e.g. all text).")
+    if pd.api.types.is_complex_dtype(y):
+        raise ValueError(f"target column {name!r} holds complex numbers: it cannot be a label.")
     if y.nunique() < 2:
         raise ValueError(
             f"target column {name!r} has a single class ({_plain(y.iloc[0])!r}): "
@@ -219,6 +225,9 @@ class TableEncoder:
         self.categorical_: list[str] = []
         for c in self.columns_:
             col = X[c]
+            if pd.api.types.is_complex_dtype(col):
+                raise ValueError(f"column {c!r} holds complex numbers, which cannot be used as "
+                                 "a feature: split it into real and imaginary columns.")
             if pd.api.types.is_bool_dtype(col) or (
                 pd.api.types.is_numeric_dtype(col) and not _is_text(col)
             ):
