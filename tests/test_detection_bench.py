@@ -104,3 +104,18 @@ def test_one_evaluation_and_the_tables(bench, monkeypatch, tmp_path):
     failed = bench.evaluate(split, "boom", "knn", 0, budget)
     assert failed["error"] == "RuntimeError: no luck" and "auroc" not in failed
     assert "| boom | error: RuntimeError: no luck" in bench.dataset_table([*rows, failed])
+
+
+def test_oracle_scores_the_given_label_with_the_clean_model(bench):
+    from sklearn.datasets import load_iris
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = load_iris(return_X_y=True)
+    split = bench.make_split("iris", X, y, "classification", 0)
+    out = bench.run_oracle(split, KNeighborsClassifier(5), 0, None)
+    assert out.values.shape == (len(split.y),) and np.all((out.values >= 0) & (out.values <= 1))
+    # iris is easy: a clean 5-NN finds almost every moved label unlikely
+    assert bench.auroc(out.values, split.is_planted) > 0.95
+    # an unplanted row's score is its clean label's probability
+    keep = ~split.is_planted
+    assert np.mean(out.values[keep]) > 0.8
