@@ -173,3 +173,15 @@ def test_thresholding_oob_refits_only_the_head(images):
     np.testing.assert_array_equal(ours.values_, ref.values_)
     np.testing.assert_array_equal(ours.counts_, ref.counts_)
     assert np.ptp(ours.values_) > 0
+
+
+def test_data_oob_refits_only_the_head(images):
+    from tdshap.methods import DataOOB
+
+    X, y, Xv, _ = images
+    ours = DataOOB(cnn(valuation_head="knn"), n_estimators=15, random_state=0).fit(X, y)
+    E, _ = by_hand(X, y, Xv)
+    ref = DataOOB(head_estimator("knn"), n_estimators=15, random_state=0).fit(E, y)
+    np.testing.assert_array_equal(ours.values_, ref.values_)
+    np.testing.assert_array_equal(ours.counts_, ref.counts_)
+    assert ours.result_.extra["fast_path"] == "kneighbors lists"

@@ -28,6 +28,7 @@ from tdshap.utility.base import fallback_model, random_state_params
 from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_lists
 from tdshap.utility.metrics import row_scores
+from tdshap.utility.warm_start import prepare_estimator
 
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
 #: tau="auto" for regression flags rows whose out-of-bag error exceeds this many robust sigmas
@@ -79,7 +80,10 @@ class DataOOB(DirectValuation):
     Parameters
     ----------
     estimator:
-        Any scikit-learn style estimator (cloned for every bag).
+        Any scikit-learn style estimator (cloned for every bag). A
+        ``TorchClassifier(valuation_head=...)`` is trained once on all rows and
+        only its head is fitted per bag, on the network's representation
+        (:mod:`tdshap.torch.head`).
     metric:
         ``None``: correctness is fixed (``1[pred == y]`` for classification,
         ``-(pred - y)²`` for regression); ``"accuracy"`` / ``"neg_mse"``
@@ -181,13 +185,21 @@ class DataOOB(DirectValuation):
         rng = np.random.default_rng(self.random_state)
         seeds = rng.integers(2**63, size=int(self.n_estimators))
         classifier = task == "classification"
-        lists, note = oob_lists(self.estimator, Xa, ya, self.fast_path)
+        estimator = self.estimator
+        if getattr(estimator, "valuation_head", None) is not None:
+            # a network valued by a light head on its full-data representation
+            # (tdshap.torch.head): trained once here, every bag refits the head only
+            from tdshap.torch.head import head_rows
+
+            prepared = prepare_estimator(estimator, Xa, ya, int(rng.integers(2**31)))
+            estimator, Xa = head_rows(prepared, Xa)
+        lists, note = oob_lists(estimator, Xa, ya, self.fast_path)
         if lists is not None:  # a bag is a few array operations: no worker would pay
-            bags = [_bag_scores(self.estimator, Xa, ya, int(s), classifier, self.on_error,
+            bags = [_bag_scores(estimator, Xa, ya, int(s), classifier, self.on_error,
                                 lists) for s in seeds]
         else:
             bags = Parallel(n_jobs=self.n_jobs)(
-                delayed(_bag_scores)(self.estimator, Xa, ya, int(s), classifier,
+                delayed(_bag_scores)(estimator, Xa, ya, int(s), classifier,
                                      self.on_error) for s in seeds)
         n = len(ya)
         counts = np.zeros(n, dtype=np.int64)
