@@ -50,7 +50,7 @@ def test_find_harmful_numpy_arrays_and_given_validation() -> None:
     assert rows.run.result.values.shape == (60,)
 
 
-def _flipped_labels() -> tuple[tdshap.HarmfulRows, np.ndarray]:
+def _flipped_labels(**settings: Any) -> tuple[tdshap.HarmfulRows, np.ndarray]:
     """find_harmful's defaults on 200 rows of which 20 have their label flipped."""
     X, y = make_classification(n_samples=400, n_features=6, n_informative=4, class_sep=1.5,
                                random_state=0)
@@ -58,7 +58,7 @@ def _flipped_labels() -> tuple[tdshap.HarmfulRows, np.ndarray]:
     noisy = np.random.default_rng(0).choice(200, 20, replace=False)
     y_train[noisy] = 1 - y_train[noisy]
     rows = tdshap.find_harmful(X[:200], y_train, X_val=X[200:300], y_val=y[200:300],
-                               X_test=X[300:], y_test=y[300:], random_state=0)
+                               X_test=X[300:], y_test=y[300:], random_state=0, **settings)
     return rows, np.isin(np.arange(200), noisy)
 
 
@@ -77,6 +77,17 @@ def test_find_harmful_default_is_thresholding_data_oob_and_ranks_flipped_labels(
     # the 20 lowest values are mostly the flipped rows
     lowest = np.argsort(rows["value"].to_numpy())[:20]
     assert is_noise[lowest].mean() >= 0.7
+
+
+def test_find_harmful_with_the_knn_closed_form_ranks_and_reports_it() -> None:
+    rows, is_noise = _flipped_labels(method="knn_oob")
+    assert rows.run.result.algorithm == "knn_oob"
+    lowest = np.argsort(rows["value"].to_numpy())[:20]
+    assert is_noise[lowest].mean() >= 0.7
+    assert "closed form" in rows.run.result.extra["path_note"]
+    report = rows.run.extra["estimate"].line(None)
+    assert "evaluations" not in report and "closed form" in report
+    assert "the values are exact" in tdshap.app.report.headline(rows.run)
 
 
 def test_find_harmful_refuses_mismatched_validation_columns() -> None:

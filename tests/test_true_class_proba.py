@@ -85,12 +85,20 @@ def test_probability_metrics_survive_the_constant_fallback(metric: str) -> None:
 def test_auto_method_is_thresholding_data_oob_and_tdshap_keeps_the_metric() -> None:
     assert choose_method(KNeighborsClassifier(), "auto")[0] == "tdoob"
     assert choose_method(DecisionTreeClassifier(), "auto")[0] == "tdoob"
+    # the closed form on request, for k-NN classifiers only
+    assert choose_method(KNeighborsClassifier(), "knn_oob")[0] == "knn_oob"
+    for other in (DecisionTreeClassifier(), KNeighborsRegressor(),
+                  KNeighborsClassifier(weights="distance")):
+        with pytest.raises(ValueError, match="k-NN classifiers only"):
+            choose_method(other, "knn_oob")
     assert choose_method(KNeighborsRegressor(), "tdshap")[0] == "tdshap"
     with pytest.raises(ValueError, match="method="):
         choose_method(KNeighborsClassifier(), "best")
     o = TDShapOptions()
     auto = make_valuer(KNeighborsClassifier(), "accuracy", set(), "auto", o, 0, False, {})
     assert auto.metric == "true_class_proba"  # out-of-bag probability of the own label
+    closed = make_valuer(KNeighborsClassifier(), "accuracy", set(), "knn_oob", o, 0, False, {})
+    assert closed.method == "knn_oob" and closed.metric == "true_class_proba"
     given = make_valuer(KNeighborsClassifier(), "accuracy", {"metric"}, "auto", o, 0, False,
                         {})
     assert given.metric == "accuracy"

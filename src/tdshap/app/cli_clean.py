@@ -118,9 +118,10 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--metric", help="Default: accuracy (classification), neg_mae "
                      "(regression); or any scikit-learn scorer name."),
         click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
-                     help="auto: thresholding Data-OOB (the APT bandit with out-of-bag "
-                     "rewards) for every model; tdshap: the paper's TDShap with --metric; "
-                     "tdoob: thresholding Data-OOB."),
+                     help="auto: thresholding Data-OOB (tdoob: the APT bandit with "
+                     "out-of-bag rewards) for every model; knn_oob: a k-NN classifier's "
+                     "out-of-bag values in closed form; tdshap: the paper's TDShap with "
+                     "--metric."),
         click.option("--tau", type=AutoOr(), default="auto", show_default=True,
                      help="Threshold in the valuation's units; auto: 1 / number of "
                      "classes (thresholding Data-OOB, classification), a robust outlier cut "

@@ -226,8 +226,10 @@ def find_harmful(
     method:
         ``"auto"``: thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
-        out-of-bag rewards) for every model, k-NN through its neighbour lists;
-        ``"tdshap"``: the paper's TDShap with ``metric``; ``"tdoob"``. See
+        out-of-bag rewards, ``"tdoob"``) for every model, k-NN through its
+        neighbour lists; ``"knn_oob"``: a k-NN classifier's out-of-bag values in
+        closed form (:class:`~tdshap.methods.KNNOutOfBag`); ``"tdshap"``: the
+        paper's TDShap with ``metric``. See
         :mod:`tdshap.app.valuer` for the measurements behind the choice.
     cut:
         How many rows cleansing removes: ``"one_se"`` (default) only when the

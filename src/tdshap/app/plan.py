@@ -107,7 +107,10 @@ class CostEstimate:
         cleansing = (f"{self.cleansing_fits:,} cleansing fits x {per * 1e3:.3g} ms each"
                      if cuts is None else
                      f"{self.cleansing_fits:,} cleansing cuts ({_duration(cuts)})")
-        if setup or self.cleansing_seconds is not None:
+        if setup and not self.evaluations:  # a closed form: the search is the valuation
+            line = (f"cost estimate: about {setup}{cleansing} = "
+                    f"{_duration(self.seconds)}{budget}")
+        elif setup or self.cleansing_seconds is not None:
             line = (f"cost estimate: about {setup}{self.evaluations:,} evaluations x "
                     f"{per * 1e3:.3g} ms + {cleansing} (timed on {self.timed} evaluations) = "
                     f"{_duration(self.seconds)}{budget}")
@@ -204,6 +207,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     refitting every bag would cost instead.
     """
     from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
 
     from tdshap.cleansing import removal_grid
     from tdshap.utility.base import describe_error
@@ -214,9 +218,10 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     n = len(y)
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(n, size=min(n, ESTIMATE_SAMPLE), replace=False))
-    k = valuer.k_
-    init = -(-n // k)
-    bags = init + (valuer.max_iter or 0)
+    closed = valuer.algorithm == "knn_oob"  # the bags' average in closed form: no bag
+    k = 1 if closed else valuer.k_
+    init = 0 if closed else -(-n // k)
+    bags = 0 if closed else init + (valuer.max_iter or 0)
     out_rows = min(n, int(OUT_OF_BAG * n) + k)
     held = len(data.y_val) + (0 if data.y_test is None else len(data.y_test))
     grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
@@ -240,24 +245,31 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                               f"({errors[0]}): fix the model or its parameters.")
     refit_bag = fit_s + predict_s * out_rows
     refit_cleansing = grid * (fit_s + predict_s * held)
-    problem = oob_path_problem(estimator, n, valuer.fast_path)
+    problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path)
     if problem is not None:
         return CostEstimate(refit_bag, bags, init, grid, 2, path=f"refit every bag: {problem}",
                             cleansing_seconds=refit_cleansing)
+    # the closed form takes a Pipeline ending in a k-NN (its steps transform X first):
+    # timed on its k-NN and the raw rows
+    searched = estimator.steps[-1][1] if closed and isinstance(estimator, Pipeline) \
+        else estimator
     t0 = time.perf_counter()
-    lists = NeighborLists(estimator, X, y, queries=X[sample])
+    lists = NeighborLists(searched, X, y, queries=X[sample])
     search_per_row = (time.perf_counter() - t0) / len(sample)
     counts = np.bincount(rng.choice(n, size=n, replace=True), minlength=n)
     t0 = time.perf_counter()
-    lists.row_scores(counts, np.arange(len(sample)), y[sample], valuer.row_metric())
+    lists.row_scores(counts, np.arange(len(sample)), y[sample], "true_class_proba"
+                     if closed else valuer.row_metric())
     per_row = (time.perf_counter() - t0) / len(sample)
     cleansing = grid * per_row * held + search_per_row * held
+    then = ("the out-of-bag values in closed form, no bag" if closed
+            else "no refit per bag")
     return CostEstimate(
         per_row * out_rows, bags, init, grid, 2,
         path=(f"k-NN neighbour lists, searched once for the {n:,} rows (brute force, "
-              "cost grows with N squared), then no refit per bag"),
+              f"cost grows with N squared), then {then}"),
         setup_seconds=search_per_row * n, cleansing_seconds=cleansing,
-        refit_seconds=bags * refit_bag + refit_cleansing)
+        refit_seconds=None if closed else bags * refit_bag + refit_cleansing)
 
 
 def plan(
@@ -317,9 +329,10 @@ def plan(
             raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "
                                  "Data-OOB run is short); rerun without `resume`, or choose "
                                  "`method` 'tdshap'.", "resume", "method")
-        tdoob = valuer.estimator
-        tdoob._check_params(n)
-        estimate = _estimate_bags(tdoob, estimator, data, do_cleanse, seed)
+        bagging = valuer.estimator
+        if valuer.method == "tdoob":
+            bagging._check_params(n)
+        estimate = _estimate_bags(bagging, estimator, data, do_cleanse, seed)
     else:
         tdshap = valuer.estimator
         k_used, n_min_used = tdshap.block_sizes(n)
@@ -406,6 +419,14 @@ def execute(p: RunPlan) -> HarmfulRun:
 def _method_settings(method: str, valuer: Any, o: TDShapOptions,
                      given: set[str]) -> dict[str, Setting]:
     """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
+    if method == "knn_oob":
+        unused = "not used: the out-of-bag values are in closed form"
+        return {
+            "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
+                o.tau, "auto: chance (1 / classes)")),
+            **{name: Setting(None, False, unused) for name in ("eps", "k", "n_min",
+                                                               "max_iter")},
+        }
     if method == "tdoob":
         return {
             "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(

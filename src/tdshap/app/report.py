@@ -34,7 +34,8 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
-METHOD_LABELS = {"tdshap": "TDShap", "tdoob": "Thresholding Data-OOB"}
+METHOD_LABELS = {"tdshap": "TDShap", "tdoob": "Thresholding Data-OOB",
+                 "knn_oob": "k-NN out-of-bag values in closed form"}
 
 
 def method_label(run: HarmfulRun) -> str:
@@ -45,6 +46,9 @@ def method_label(run: HarmfulRun) -> str:
 
 def headline(run: HarmfulRun) -> str:
     r = run.result
+    if r.algorithm == "knn_oob":
+        return (f"{int(r.is_harmful.sum())} of {len(r)} training rows look harmful "
+                f"(value <= tau = {_fmt(r.threshold)}; the values are exact)")
     return (f"{int(r.is_harmful.sum())} of {len(r)} training rows look harmful "
             f"(value <= tau = {_fmt(r.threshold)}, eps = {_fmt(run.settings['eps'].value)})")
 
@@ -58,6 +62,10 @@ def certainty_line(run: HarmfulRun) -> str:
     """
     r = run.result
     flagged = r.is_harmful
+    if r.algorithm == "knn_oob":
+        return ("the values are the k-NN's expected out-of-bag probability of each row's own "
+                "label, in closed form (no sampling, so no interval): a flagged row is below "
+                "tau exactly; whether removing them helps is the cut's test below")
     sure = int(np.sum(flagged & r.is_credibly_harmful))
     single = int(np.sum(flagged & (r.counts < 2)))
     unknown = int(np.sum(flagged & ~np.isfinite(r.ci_high)))
@@ -141,6 +149,9 @@ def cost_line(run: HarmfulRun) -> str:
     listed = run.cleansing is not None and "neighbour lists" in str(
         run.cleansing.extra.get("path_note"))
     cuts = f"{grid} cuts from the k-NN neighbour lists" if listed else f"{grid} fits"
+    if r.algorithm == "knn_oob":
+        return (f"valuation in closed form (one neighbour search, no bag) in "
+                f"{r.wall_seconds:.2f} s; cleansing {cuts}; total {run.seconds:.1f} s")
     return (f"valuation {how} in {r.wall_seconds:.1f} s "
             f"({r.fit_seconds:.1f} s inside fit/score), "
             f"{r.extra.get('rounds', 0)} rounds after initialisation, stopped by "
@@ -349,9 +360,13 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     harmful = r.is_harmful[order]
     ax.plot(x[~harmful], r.values[order][~harmful], ".", ms=3, color="tab:blue", label="value")
     ax.plot(x[harmful], r.values[order][harmful], ".", ms=3, color="tab:red", label="harmful")
-    tau, eps = float(r.threshold or 0.0), float(run.settings["eps"].value)
+    # a closed-form valuation has no precision eps (its values are exact)
+    given_eps = run.settings["eps"].value
+    tau, eps = float(r.threshold or 0.0), float(given_eps or 0.0)
     ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
-    ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2, label=f"tau ± eps ({eps:.3g})")
+    if given_eps is not None:
+        ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2,
+                   label=f"tau ± eps ({eps:.3g})")
     # a few extreme rows would squash the band around tau: show the middle 98%
     lo, hi = np.percentile(r.values, [1, 99])
     lo, hi = min(lo, tau - eps), max(hi, tau + eps)

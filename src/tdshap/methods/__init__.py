@@ -2,6 +2,7 @@
 
 from tdshap.methods.base import BaseValuation
 from tdshap.methods.data_oob import DataOOB
+from tdshap.methods.knn_oob import KNNOutOfBag
 from tdshap.methods.knn_shapley import KNNShapley
 from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.random_removal import RandomRemoval
@@ -11,6 +12,6 @@ from tdshap.methods.tdshap import TDShap
 from tdshap.methods.tmc import TMCShapley
 
 __all__ = [
-    "BaseValuation", "DataOOB", "KNNShapley", "LeaveOneOut", "RandomRemoval", "SequentialRemoval",
-    "TDShap", "TMCShapley", "ThresholdingOOB",
+    "BaseValuation", "DataOOB", "KNNOutOfBag", "KNNShapley", "LeaveOneOut", "RandomRemoval",
+    "SequentialRemoval", "TDShap", "TMCShapley", "ThresholdingOOB",
 ]

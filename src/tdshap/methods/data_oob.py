@@ -188,11 +188,11 @@ class DataOOB(DirectValuation):
         estimator = self.estimator
         if getattr(estimator, "valuation_head", None) is not None:
             # a network valued by a light head on its full-data representation
-            # (tdshap.torch.head): trained once here, every bag refits the head only
-            from tdshap.torch.head import head_rows
-
+            # (tdshap.torch.head): trained once here, every bag refits the head only,
+            # on the embeddings its utility holds (no validation rows: X stands in)
             prepared = prepare_estimator(estimator, Xa, ya, int(rng.integers(2**31)))
-            estimator, Xa = head_rows(prepared, Xa)
+            head = prepared.utility_class(prepared, "accuracy", Xa, ya, Xa, ya)
+            estimator, Xa = head.estimator, head.X
         lists, note = oob_lists(estimator, Xa, ya, self.fast_path)
         if lists is not None:  # a bag is a few array operations: no worker would pay
             bags = [_bag_scores(estimator, Xa, ya, int(s), classifier, self.on_error,

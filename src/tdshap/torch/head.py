@@ -115,15 +115,6 @@ def standardiser(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(scale > 0, scale, 1.0)
 
 
-def head_rows(estimator: Any, X: Any) -> tuple[Any, np.ndarray]:
-    """A fresh head and the standardised embeddings of ``X`` under the prepared network
-    ``estimator``: what a bagging method (:class:`~tdshap.methods.DataOOB`) fits per bag
-    instead of the network."""
-    E = estimator.embed(np.asarray(X))
-    mean, scale = standardiser(E)
-    return head_estimator(estimator.valuation_head), (E - mean) / scale
-
-
 def head_utility(estimator: Any, metric: Any, X: np.ndarray, y: np.ndarray,
                  X_val: np.ndarray, y_val: np.ndarray, **kwargs: Any) -> Utility:
     """The utility of ``estimator.valuation_head`` on the prepared network's embeddings.

@@ -1,0 +1,92 @@
+"""Closed-form Data-OOB of a k-NN classifier against its definition and Monte Carlo bags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from tdshap.cleansing import cleanse
+from tdshap.methods import KNNOutOfBag
+from tdshap.methods.knn_oob import slot_weights
+from tdshap.utility.fast.neighbor_lists import NeighborLists
+
+
+def test_one_neighbour_by_hand():
+    # k = 1: the slot holds the m-th nearest other row when the m-1 nearer ones are all
+    # absent (each with probability e^-1) and it is present: e^-(m-1) (1 - e^-1)
+    W, tail = slot_weights(1, 4)
+    m = np.arange(1, 5)
+    np.testing.assert_allclose(W, np.exp(-(m - 1)) * (1 - np.exp(-1)), rtol=1e-12)
+    assert tail == pytest.approx(np.exp(-4))
+    # rows on a line, labels 0 0 1 1: row 0's others by distance are 1 (0), 2 (1), 3 (1)
+    X = np.array([[0.0], [1.0], [2.5], [4.5]])
+    y = np.array([0, 0, 1, 1])
+    v = KNNOutOfBag(KNeighborsClassifier(1)).fit(X, y).values_
+    W3, _ = slot_weights(1, 3)
+    assert v[0] == pytest.approx(W3[0] / W3.sum())
+
+
+def test_weights_are_the_slot_shares_and_sum_to_one():
+    W, tail = slot_weights(5, 36)
+    assert np.all(W >= 0) and W.sum() + tail == pytest.approx(1.0)
+    assert tail < 1e-6
+
+
+def test_values_are_the_mean_of_many_poissonized_bags():
+    X, y = make_classification(120, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
+                               random_state=0)
+    exact = KNNOutOfBag(KNeighborsClassifier(5)).fit(X, y).values_
+    lists = NeighborLists(KNeighborsClassifier(5), X, y)
+    rng = np.random.default_rng(0)
+    total, bags = np.zeros(len(y)), 3000
+    rows = np.arange(len(y))
+    for _ in range(bags):
+        counts = rng.poisson(1.0, len(y))
+        # every row out of its own bag: its list never holds itself
+        nbr, _ = lists.neighbours(counts, rows)
+        total += (lists.codes[nbr] == lists.codes[:, None]).mean(axis=1)
+    sampled = total / bags
+    # each sampled mean has SE <= 0.5 / sqrt(3000) ~ 0.009
+    assert np.max(np.abs(sampled - exact)) < 0.05
+    assert np.mean(np.abs(sampled - exact)) < 0.01
+
+
+def test_planted_flips_rank_lowest_and_the_cut_takes_them():
+    X, y = make_classification(300, n_features=5, n_informative=4, n_redundant=0,
+                               class_sep=2.0, random_state=1)
+    Xv, yv = X[200:], y[200:]
+    X, y = X[:200], y[:200].copy()
+    flipped = np.random.default_rng(0).choice(200, 15, replace=False)
+    y[flipped] = 1 - y[flipped]
+    m = KNNOutOfBag().fit(X, y)
+    r = m.result_
+    assert m.tau_ == 0.5 and r.extra["validation_free"] and np.all(r.variances == 0)
+    lowest = np.argsort(m.values_)[:15]
+    assert len(set(lowest) & set(flipped)) >= 13
+    c = cleanse(r, KNeighborsClassifier(5), X, y, Xv, yv, rule="one_se", step=5)
+    assert c.n_remove > 0 and set(c.removed) <= set(np.flatnonzero(m.harmful_))
+
+
+def test_same_values_through_a_pipeline_and_for_any_seed():
+    X, y = make_classification(80, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=2)
+    scaled = StandardScaler().fit_transform(X)
+    a = KNNOutOfBag(make_pipeline(StandardScaler(), KNeighborsClassifier(3)),
+                    random_state=1).fit(X, y).values_
+    b = KNNOutOfBag(KNeighborsClassifier(3), random_state=2).fit(scaled, y).values_
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("estimator, message", [
+    (KNeighborsRegressor(5), "KNeighborsClassifier"),
+    (KNeighborsClassifier(5, weights="distance"), "weights='uniform'"),
+])
+def test_other_models_are_refused_with_what_to_use(estimator, message):
+    X, y = make_classification(40, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=0)
+    with pytest.raises(ValueError, match=message):
+        KNNOutOfBag(estimator).fit(X, y)
