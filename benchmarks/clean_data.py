@@ -61,7 +61,8 @@ NOISY: dict[str, Loader] = {name: CLEAN[name] for name in ("digits", "wine",
                                                              "make_classification")}
 
 
-def one(name: str, seed: int, noisy: bool, max_iter: int = DEFAULT_MAX_ITER) -> dict[str, float]:
+def one(name: str, seed: int, noisy: bool, max_iter: int = DEFAULT_MAX_ITER,
+        method: str = "auto") -> dict[str, float]:
     """Both cuts of one default ``find_harmful`` run."""
     X, y = (NOISY if noisy else CLEAN)[name]()
     start = time.perf_counter()
@@ -70,9 +71,10 @@ def one(name: str, seed: int, noisy: bool, max_iter: int = DEFAULT_MAX_ITER) -> 
         tr, va, te = _split(len(y), rng)
         y_tr, _ = plant_labels(y[tr], rng)
         rows = find_harmful(X[tr], y_tr, X_val=X[va], y_val=y[va], X_test=X[te], y_test=y[te],
-                            random_state=seed, max_iter=max_iter)
+                            random_state=seed, max_iter=max_iter, method=method)
     else:
-        rows = find_harmful(pd.DataFrame(X), pd.Series(y), random_state=seed, max_iter=max_iter)
+        rows = find_harmful(pd.DataFrame(X), pd.Series(y), random_state=seed, max_iter=max_iter,
+                            method=method)
     seconds = time.perf_counter() - start
     run, c = rows.run, rows.run.cleansing
     d = run.data
@@ -87,13 +89,13 @@ def one(name: str, seed: int, noisy: bool, max_iter: int = DEFAULT_MAX_ITER) -> 
 
 
 def table(datasets: list[str], seeds: int, noisy: bool,
-          max_iter: int = DEFAULT_MAX_ITER) -> list[dict[str, float]]:
+          max_iter: int = DEFAULT_MAX_ITER, method: str = "auto") -> list[dict[str, float]]:
     print("| data | N valued | one_se: removed % (max) | test before → after | "
           "paper: removed % (max) | test before → after | s/run |")
     print("|---|---|---|---|---|---|---|")
     out = []
     for name in datasets:
-        runs = [one(name, s, noisy, max_iter) for s in range(seeds)]
+        runs = [one(name, s, noisy, max_iter, method) for s in range(seeds)]
         m = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
         top = max(r["removed"] for r in runs)
         top_paper = max(r["paper_removed"] for r in runs)
@@ -123,17 +125,22 @@ def main() -> None:
     parser.add_argument("--no-noisy", action="store_true", help="skip the planted-noise part")
     parser.add_argument("--max-iter", type=int, default=DEFAULT_MAX_ITER,
                         help="TDShap rounds (default: find_harmful's)")
+    parser.add_argument("--method", default="auto",
+                        help="find_harmful's method (knn_oob: with --datasets of "
+                        "classification only)")
     args = parser.parse_args()
     print(f"# {platform.machine()} Python {platform.python_version()}, {args.seeds} seeds, "
-          f"max_iter {args.max_iter}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+          f"max_iter {args.max_iter}, method {args.method}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if not args.no_clean:
         rounds = "" if args.max_iter == DEFAULT_MAX_ITER else f" but max_iter={args.max_iter}"
         print(f"\n## Clean data (nothing planted), find_harmful defaults{rounds}\n")
-        clean = table(args.datasets, args.seeds, False, args.max_iter)
+        clean = table(args.datasets, args.seeds, False, args.max_iter, args.method)
         print(f"\n{_summary(clean)}")
     if not args.no_noisy:
         print("\n## 10% of the training labels moved to another class\n")
-        noisy = table([n for n in args.datasets if n in NOISY], args.seeds, True, args.max_iter)
+        noisy = table([n for n in args.datasets if n in NOISY], args.seeds, True, args.max_iter,
+                      args.method)
         print(f"\n{_summary(noisy)}")
 
 
