@@ -299,3 +299,10 @@ def test_default_method_is_thresholding_data_oob(tmp_path: Path) -> None:
     again = tdshap("clean", "train.csv", "--target", "y", "--out", "out", "--resume",
                    "--no-progress", cwd=tmp_path)
     assert again.returncode == 2 and "resume" in again.stderr
+
+
+def test_the_knn_closed_form_refuses_other_models_before_writing(train: Path,
+                                                                  tmp_path: Path) -> None:
+    res = tdshap("clean", str(train), "--target", "y", "--model", "dtree", "--method",
+                 "knn_oob", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "knn_oob", "k-NN classifiers only")

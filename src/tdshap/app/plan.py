@@ -207,9 +207,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     refitting every bag would cost instead.
     """
     from sklearn.base import clone
-    from sklearn.pipeline import Pipeline
 
     from tdshap.cleansing import removal_grid
+    from tdshap.methods.knn_oob import knn_step
     from tdshap.utility.base import describe_error
     from tdshap.utility.fast.base import one_thread_if_small
     from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_path_problem
@@ -251,8 +251,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                             cleansing_seconds=refit_cleansing)
     # the closed form takes a Pipeline ending in a k-NN (its steps transform X first):
     # timed on its k-NN and the raw rows
-    searched = estimator.steps[-1][1] if closed and isinstance(estimator, Pipeline) \
-        else estimator
+    searched = knn_step(estimator) if closed else estimator
     t0 = time.perf_counter()
     lists = NeighborLists(searched, X, y, queries=X[sample])
     search_per_row = (time.perf_counter() - t0) / len(sample)

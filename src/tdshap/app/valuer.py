@@ -33,13 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sklearn.base import is_classifier
-from sklearn.pipeline import Pipeline
-
 from tdshap.methods import KNNOutOfBag, TDShap
+from tdshap.methods.knn_oob import closed_form_problem
 from tdshap.methods.tdoob import ThresholdingOOB
-from tdshap.utility.fast.base import NotEligible
-from tdshap.utility.fast.neighbor_lists import check_eligible
 
 METHODS = ("auto", "tdshap", "tdoob", "knn_oob")
 
@@ -56,18 +52,6 @@ class Valuer:
     method: str
     metric: str
     why: str
-
-
-def closed_form_problem(estimator: Any) -> str | None:
-    """Why :class:`~tdshap.methods.KNNOutOfBag` cannot value ``estimator`` (None: it can)."""
-    model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    if not is_classifier(model):
-        return f"{type(model).__name__} is not a k-NN classifier"
-    try:
-        check_eligible(model)
-    except NotEligible as why:
-        return str(why)
-    return None
 
 
 def choose_method(estimator: Any, method: str) -> tuple[str, str]:

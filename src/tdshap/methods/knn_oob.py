@@ -44,15 +44,31 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import poisson
-from sklearn.base import is_classifier
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.fast.base import NotEligible
-from tdshap.utility.fast.neighbor_lists import NeighborLists
+from tdshap.utility.fast.neighbor_lists import NeighborLists, check_eligible
 
 _METRICS: dict[str, tuple[str, ...]] = {"classification": ("true_class_proba",)}
+
+
+def knn_step(estimator: Any) -> Any:
+    """The k-NN a ``Pipeline`` ends in, or ``estimator`` itself."""
+    return estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+
+
+def closed_form_problem(estimator: Any) -> str | None:
+    """Why :class:`KNNOutOfBag` cannot value ``estimator`` (None: it can)."""
+    model = knn_step(estimator)
+    if not isinstance(model, KNeighborsClassifier):
+        return f"{type(model).__name__} is not a KNeighborsClassifier"
+    try:
+        check_eligible(model)
+    except NotEligible as why:
+        return str(why)
+    return None
 
 
 def slot_weights(k: int, depth: int) -> tuple[np.ndarray, float]:
@@ -108,15 +124,15 @@ class KNNOutOfBag(DirectValuation):
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> KNNOutOfBag:
         """Value every row of ``(X, y)``; ``X_val``/``y_val`` are accepted and unused."""
         Xa, ya = self._start(X, y)
-        model = KNeighborsClassifier(5) if self.estimator is None else self.estimator
-        if isinstance(model, Pipeline):
-            if len(model.steps) > 1:
-                Xa = np.asarray(Pipeline(model.steps[:-1]).fit(Xa, ya).transform(Xa), float)
-            model = model.steps[-1][1]
-        if not isinstance(model, KNeighborsClassifier) or not is_classifier(model):
-            raise ValueError(f"KNNOutOfBag values a KNeighborsClassifier (or a Pipeline ending "
-                             f"in one), got {type(model).__name__}: use ThresholdingOOB or "
-                             "DataOOB for other models.")
+        estimator = KNeighborsClassifier(5) if self.estimator is None else self.estimator
+        problem = closed_form_problem(estimator)
+        if problem:
+            raise ValueError(f"KNNOutOfBag values a KNeighborsClassifier with uniform weights "
+                             f"(or a Pipeline ending in one): {problem}; use ThresholdingOOB "
+                             "or DataOOB for other models.")
+        if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
+            Xa = np.asarray(Pipeline(estimator.steps[:-1]).fit(Xa, ya).transform(Xa), float)
+        model = knn_step(estimator)
         self._check_fixed_metric("classification", _METRICS)
         classes = np.unique(ya)
         if len(classes) < 2:

@@ -197,10 +197,8 @@ class ThresholdingOOB(BaseValuation):
             prepared = prepare_estimator(self.estimator, X, y, run_seed)
             return prepared.utility_class(prepared, metric, X, y, X_val, y_val,
                                           on_error=on_error, run_seed=run_seed)
-        return Utility(self.estimator, "accuracy" if is_classifier(self.estimator)
-                       else "neg_mae", X, y, X_val, y_val, on_error=on_error,
+        return Utility(self.estimator, metric, X, y, X_val, y_val, on_error=on_error,
                        run_seed=run_seed)
-
 
     @staticmethod
     def _bag_model(utility: Utility, seed: int) -> Any:

@@ -46,7 +46,7 @@ SMALL_WORK = 2**27
 def one_thread_if_small(work: float) -> AbstractContextManager[Any]:
     """BLAS and OpenMP on one thread for a computation of ``work`` multiply-adds below
     :data:`SMALL_WORK`: waking and joining threads costs more than such work (on a busy
-    machine, measured: a 900-row k-NN search 4x slower with two threads than with one);
+    machine, many times more: find_harmful on digits, benchmarks/detection.py);
     larger work keeps every thread."""
     if work >= SMALL_WORK:
         return contextlib.nullcontext()
