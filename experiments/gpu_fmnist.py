@@ -45,10 +45,14 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path, default=Path("tdshap-out/fmnist-gpu"))
     parser.add_argument("--skip-clean-fit", action="store_true")
+    parser.add_argument("--cudnn-benchmark", action="store_true",
+                        help="let cuDNN time its convolution algorithms for these shapes")
     args = parser.parse_args()
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     args.out.mkdir(parents=True, exist_ok=True)
     where = (torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device")
-    print(f"{datetime.date.today()} | {where} | torch {torch.__version__}", flush=True)
+    print(f"{datetime.date.today()} | {where} | torch {torch.__version__} | "
+          f"cudnn.benchmark {args.cudnn_benchmark}", flush=True)
     split = fashion_mnist(0, (1000, 1000, 1000))
     k = 50
     est = TDShap(learner(20, True, args.n_blocks * (k + 1), args.device), "accuracy",

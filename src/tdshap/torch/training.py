@@ -19,6 +19,7 @@ update is masked), and partial minibatches are padded with zero-weight rows.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -253,6 +254,7 @@ def train_stacked(
     rows: list[np.ndarray],
     schedule: Schedule,
     seeds: list[FitSeeds],
+    cuda_graph: bool | None = None,
 ) -> dict[str, torch.Tensor]:
     """Train M models at once; ``params`` are stacked ``[M, ...]`` on ``X``'s device.
 
@@ -260,6 +262,14 @@ def train_stacked(
     :func:`train_single` would train it alone. ``module`` only supplies the
     architecture (its own parameters are not used). Returns the trained
     stacked parameters.
+
+    ``cuda_graph`` (default: on a CUDA device) records one epoch's steps as a
+    CUDA graph once and replays it every epoch: the steps are the same
+    kernels on the same buffers, without a Python dispatch of each of the
+    few hundred small operations per step. A graph that cannot be recorded
+    (a module whose forward pass synchronises with the host, say) falls
+    back to running the steps one by one, with a warning. On the CPU,
+    ``True`` runs the same fixed-buffer epochs without a graph (for tests).
     """
     n_models, device = len(rows), X.device
     masks = mask_modules(module)
@@ -268,32 +278,67 @@ def train_stacked(
     n_steps = int(steps.max(initial=0))
     order_rngs = [np.random.default_rng(s.order) for s in seeds]
     mask_gens = [torch.Generator().manual_seed(s.mask) for s in seeds]
-    params = {k: p.detach().clone() for k, p in params.items()}
-    m = {k: torch.zeros_like(p) for k, p in params.items()}
-    v = {k: torch.zeros_like(p) for k, p in params.items()}
-    t = torch.zeros(n_models, device=device)
+    state = _StackState(
+        params={k: p.detach().clone() for k, p in params.items()},
+        m={k: torch.zeros_like(p) for k, p in params.items()},
+        v={k: torch.zeros_like(p) for k, p in params.items()},
+        t=torch.zeros(n_models, device=device),
+    )
     total = torch.as_tensor(schedule.epochs * steps, dtype=torch.float32, device=device)
+    active = torch.as_tensor(np.arange(n_steps)[:, None] < steps[None, :], device=device)
     step = _stacked_step(module, schedule)
+    if cuda_graph is None:
+        cuda_graph = USE_CUDA_GRAPHS and device.type == "cuda"
+    runner: _EpochRunner | None = None
     module.train()
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         # plain nn.Dropout layers (vmap randomness="different") draw from the global
         # generator: seed it from the stack's seeds so that reruns are identical
         torch.manual_seed(int(np.random.SeedSequence([s.mask for s in seeds]).generate_state(1)[0]))
         for _ in range(schedule.epochs if n_steps else 0):
-            params, m, v, t = _stacked_epoch(step, params, m, v, t, total, X, y, rows, sizes,
-                                             steps, schedule, order_rngs, mask_gens, masks)
+            epoch = _draw_stacked_epoch(rows, sizes, steps, schedule, order_rngs, mask_gens,
+                                        masks, device)
+            if runner is None:
+                runner = _EpochRunner(step, state, total, active, X, y, epoch, cuda_graph)
+            runner.run(epoch)
     module.eval()
-    return params
+    return state.params
 
 
-def _stacked_epoch(step: Callable[..., Any], params: dict[str, torch.Tensor],
-                   m: dict[str, torch.Tensor], v: dict[str, torch.Tensor], t: torch.Tensor,
-                   total: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rows: list[np.ndarray],
-                   sizes: np.ndarray, steps: np.ndarray, schedule: Schedule,
-                   order_rngs: list[np.random.Generator], mask_gens: list[torch.Generator],
-                   masks: list[tuple[str, MaskedDropout]]) -> tuple[Any, Any, Any, torch.Tensor]:
-    """One epoch of every stacked model: draw each model's order and masks, then step."""
-    n_models, bs, device = len(rows), schedule.batch_size, X.device
+USE_CUDA_GRAPHS = True  # module switch, so a benchmark can time the plain loop beside it
+
+
+@dataclass
+class _StackState:
+    """What the stacked optimiser carries from step to step."""
+
+    params: dict[str, torch.Tensor]
+    m: dict[str, torch.Tensor]
+    v: dict[str, torch.Tensor]
+    t: torch.Tensor
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [*self.params.values(), *self.m.values(), *self.v.values(), self.t]
+
+
+@dataclass
+class _StackedEpoch:
+    """One epoch of every stacked model: rows per step, their loss weights, dropout masks."""
+
+    idx: torch.Tensor  # [n_steps, M, batch] row numbers into X (padding: row 0)
+    weight: torch.Tensor  # [n_steps, M, batch] 1 for a real row, 0 for padding
+    masks: dict[str, torch.Tensor]  # "<module>.mask": [n_steps, M, batch, *shape]
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.idx, self.weight, *self.masks.values()]
+
+
+def _draw_stacked_epoch(rows: list[np.ndarray], sizes: np.ndarray, steps: np.ndarray,
+                        schedule: Schedule, order_rngs: list[np.random.Generator],
+                        mask_gens: list[torch.Generator], masks: list[tuple[str, MaskedDropout]],
+                        device: torch.device) -> _StackedEpoch:
+    """Every model's row order and masks for one epoch, drawn as it would draw them alone."""
+    n_models, bs = len(rows), schedule.batch_size
     n_steps = int(steps.max())
     idx = np.zeros((n_steps, n_models, bs), dtype=np.int64)
     weight = np.zeros((n_steps, n_models, bs), dtype=np.float32)
@@ -309,17 +354,95 @@ def _stacked_epoch(step: Callable[..., Any], params: dict[str, torch.Tensor],
         weight[:, j] = real.reshape(n_steps, bs)
         for name, _ in masks:
             stacked_masks[name][: steps[j], j] = drawn[name]
-    active = torch.as_tensor(np.arange(n_steps)[:, None] < steps[None, :], device=device)
-    idx_t = torch.as_tensor(idx, device=device)
-    weight_t = torch.as_tensor(weight, device=device)
-    masks_t = {f"{name}.mask": mk.to(device) for name, mk in stacked_masks.items()}
-    for s in range(n_steps):
-        batch = idx_t[s]
-        params, m, v, t = step(
-            params, m, v, t, total, {k: mk[s] for k, mk in masks_t.items()},
-            X[batch], y[batch], weight_t[s], active[s],
-        )
-    return params, m, v, t
+    return _StackedEpoch(
+        idx=_to_device(torch.from_numpy(idx), device),
+        weight=_to_device(torch.from_numpy(weight), device),
+        masks={f"{name}.mask": _to_device(mk, device) for name, mk in stacked_masks.items()},
+    )
+
+
+def _to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A copy on ``device`` that does not wait for the device's queued work.
+
+    A copy from ordinary (pageable) host memory to a GPU waits until the work
+    queued before it is done, so the next epoch's draws would only begin once
+    this epoch's training has ended; from pinned memory the copy is queued
+    behind that work and the host goes on drawing.
+    """
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
+class _EpochRunner:
+    """Runs one epoch's steps on the stack's state, eagerly or as a replayed CUDA graph.
+
+    With a graph, the state and the epoch's draws live in fixed buffers: each
+    epoch copies its draws in and replays the recorded steps, which leave the
+    new state in the state's buffers.
+    """
+
+    def __init__(self, step: Callable[..., Any], state: _StackState, total: torch.Tensor,
+                 active: torch.Tensor, X: torch.Tensor, y: torch.Tensor,
+                 first: _StackedEpoch, cuda_graph: bool) -> None:
+        self.step, self.state, self.total, self.active, self.X, self.y = (
+            step, state, total, active, X, y)
+        self.replay: Callable[[], None] | None = None
+        if cuda_graph:
+            self.replay = self._record(first)
+
+    def _steps(self, epoch: _StackedEpoch, n_steps: int | None = None) -> _StackState:
+        s = self.state
+        params, m, v, t = s.params, s.m, s.v, s.t
+        for i in range(epoch.idx.shape[0] if n_steps is None else n_steps):
+            batch = epoch.idx[i]
+            params, m, v, t = self.step(
+                params, m, v, t, self.total, {k: mk[i] for k, mk in epoch.masks.items()},
+                self.X[batch], self.y[batch], epoch.weight[i], self.active[i],
+            )
+        return _StackState(params, m, v, t)
+
+    def _record(self, first: _StackedEpoch) -> Callable[[], None] | None:
+        """A call that runs one epoch from the buffers into the state's buffers.
+
+        On a CUDA device it replays a recorded graph; elsewhere (the tests of
+        this buffer handling) it runs the same steps eagerly.
+        """
+        self.buffers = _StackedEpoch(first.idx.clone(), first.weight.clone(),
+                                     {k: mk.clone() for k, mk in first.masks.items()})
+
+        def epoch() -> None:
+            new = self._steps(self.buffers)
+            torch._foreach_copy_(self.state.tensors(), new.tensors())
+
+        if self.X.device.type != "cuda":
+            return epoch
+        try:
+            # one step off the graph first: lazy initialisation (cuBLAS handles, cuDNN
+            # algorithm choice) must not happen while recording
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._steps(self.buffers, n_steps=1)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                epoch()
+        except RuntimeError as exc:
+            warnings.warn(f"Could not record the stacked training step as a CUDA graph "
+                          f"({exc}); training step by step instead.", RuntimeWarning,
+                          stacklevel=4)
+            return None
+        return graph.replay
+
+    def run(self, epoch: _StackedEpoch) -> None:
+        if self.replay is None:
+            new = self._steps(epoch)
+            self.state.params, self.state.m, self.state.v, self.state.t = (
+                new.params, new.m, new.v, new.t)
+            return
+        torch._foreach_copy_(self.buffers.tensors(), epoch.tensors())
+        self.replay()
 
 
 def stack_states(states: list[dict[str, torch.Tensor]], device: torch.device) -> dict[str, Any]:
