@@ -544,7 +544,9 @@ def read_csv(path: str) -> list[dict[str, Any]]:
 
 
 def print_dataset(rows: list[dict[str, Any]]) -> None:
-    """One dataset's heading and table."""
+    """One dataset's heading and table (nothing when no method could value it)."""
+    if not rows:
+        return
     r0 = rows[0]
     print(f"\n## {r0['dataset']} ({r0['task']}, {r0['n_train']} training rows, "
           f"{r0['n_planted']} planted)\n")

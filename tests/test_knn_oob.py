@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 from tdshap.cleansing import cleanse
 from tdshap.methods import KNNOutOfBag
-from tdshap.methods.knn_oob import slot_weights
+from tdshap.methods.knn_oob import bag_reward_variances, slot_weights
 from tdshap.utility.fast.neighbor_lists import NeighborLists
 
 
@@ -42,17 +42,50 @@ def test_values_are_the_mean_of_many_poissonized_bags():
     exact = KNNOutOfBag(KNeighborsClassifier(5)).fit(X, y).values_
     lists = NeighborLists(KNeighborsClassifier(5), X, y)
     rng = np.random.default_rng(0)
-    total, bags = np.zeros(len(y)), 3000
+    total, squares, bags = np.zeros(len(y)), np.zeros(len(y)), 3000
     rows = np.arange(len(y))
     for _ in range(bags):
         counts = rng.poisson(1.0, len(y))
         # every row out of its own bag: its list never holds itself
         nbr, _ = lists.neighbours(counts, rows)
-        total += (lists.codes[nbr] == lists.codes[:, None]).mean(axis=1)
+        reward = (lists.codes[nbr] == lists.codes[:, None]).mean(axis=1)
+        total += reward
+        squares += reward**2
     sampled = total / bags
     # each sampled mean has SE <= 0.5 / sqrt(3000) ~ 0.009
     assert np.max(np.abs(sampled - exact)) < 0.05
     assert np.mean(np.abs(sampled - exact)) < 0.01
+    # the bag-to-bag variance, exact against sampled (SE of a sample variance of a
+    # reward in [0, 1] over 3000 bags: <= 0.25 / sqrt(3000) ~ 0.005)
+    sampled_var = squares / bags - sampled**2
+    same = lists.codes[lists.index] == lists.codes[:, None]
+    var = bag_reward_variances(same, 5)
+    assert var.max() > 0.05  # rows with mixed neighbours do scatter...
+    assert np.max(np.abs(sampled_var - var)) < 0.025  # ...as much as sampled bags do
+    assert np.mean(np.abs(sampled_var - var)) < 0.004
+
+
+def test_one_neighbour_reward_is_bernoulli():
+    # k = 1: a bag's reward is 0 or 1, so its variance is v (1 - v)
+    X, y = make_classification(60, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=4)
+    m = KNNOutOfBag(KNeighborsClassifier(1)).fit(X, y)
+    np.testing.assert_allclose(m.result_.variances, m.values_ * (1 - m.values_), atol=1e-9)
+
+
+def test_intervals_are_those_of_the_evidence_bags():
+    X, y = make_classification(150, n_features=4, n_informative=3, n_redundant=0,
+                               flip_y=0.2, random_state=5)
+    few = KNNOutOfBag(evidence_bags=20).fit(X, y).result_
+    many = KNNOutOfBag(evidence_bags=2000).fit(X, y).result_
+    np.testing.assert_array_equal(few.values, many.values)
+    assert few.counts[0] == round(20 / np.e) and many.counts[0] == round(2000 / np.e)
+    # more bags, narrower intervals: more rows credibly below tau, never fewer
+    assert few.is_credibly_harmful.sum() < many.is_credibly_harmful.sum()
+    assert np.all(few.is_credibly_harmful <= many.is_credibly_harmful)
+    assert np.all(many.is_credibly_harmful <= (many.values < 0.5))
+    with pytest.raises(ValueError, match="evidence_bags"):
+        KNNOutOfBag(evidence_bags=0).fit(X, y)
 
 
 def test_planted_flips_rank_lowest_and_the_cut_takes_them():
@@ -64,7 +97,7 @@ def test_planted_flips_rank_lowest_and_the_cut_takes_them():
     y[flipped] = 1 - y[flipped]
     m = KNNOutOfBag().fit(X, y)
     r = m.result_
-    assert m.tau_ == 0.5 and r.extra["validation_free"] and np.all(r.variances == 0)
+    assert m.tau_ == 0.5 and r.extra["validation_free"] and r.interval == "normal"
     lowest = np.argsort(m.values_)[:15]
     assert len(set(lowest) & set(flipped)) >= 13
     c = cleanse(r, KNeighborsClassifier(5), X, y, Xv, yv, rule="one_se", step=5)

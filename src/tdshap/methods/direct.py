@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._validation import as_features, as_target, check_number
+from tdshap.intervals import DEFAULT_INTERVAL
 from tdshap.methods.base import BaseValuation, seed_of
 from tdshap.result import ValuationResult
 
@@ -93,6 +94,7 @@ class DirectValuation(BaseValuation):
         variances: np.ndarray,
         n_fits: int = 0,
         extra: dict[str, Any] | None = None,
+        interval: str = DEFAULT_INTERVAL,
     ) -> ValuationResult:
         """Build the result (``is_harmful``: value <= tau) and set the fitted attributes."""
         wall0, cpu0 = self._clock
@@ -114,6 +116,7 @@ class DirectValuation(BaseValuation):
             extra={"metric": self.metric_, "cpu_seconds": time.process_time() - cpu0,
                    **(extra or {})},
             index=self._index,
+            interval=interval,
         )
         self._publish(result)
         return result

@@ -29,10 +29,19 @@ reported as ``extra["tail_weight"]``; the values are normalised by the weight
 inside the list). One search, then one matrix product: milliseconds where
 sampled bags take a tenth of a second.
 
-The values are exact, so the result's variances are 0 and its intervals have
-no width: ``is_harmful`` (value <= tau) and "credibly below tau" (value < tau)
-coincide. ``tau="auto"`` is 1 / the number of classes, as for thresholding
-Data-OOB on the true-class probability. The values never see the validation
+The values are exact; what a sampled run would add is a verdict on how
+*clearly* a row sits below ``tau``. A value just below ``tau`` can come from
+bags that give the label everything or nothing, or from bags that all give it
+a little less than chance, and only the second is a row the models agree
+against. So the result's intervals are those of the mean of the out-of-bag
+draws that ``evidence_bags`` sampled bags would give each row (``B / e`` of
+them), with each row's own bag-to-bag variance, computed exactly
+(:func:`bag_reward_variances`: the reward is a weighted count of the slots
+that carry the row's label, and the joint moments of the slots each list
+position holds are the same for every row). "Credibly below tau"
+(``is_credibly_harmful``, the cut's eligible rows) then means what it means
+for thresholding Data-OOB with that many bags, without its sampling noise.
+The values never see the validation
 rows (``extra["validation_free"]``), so the cut's named comparison is judged at
 1.645 SE (:mod:`tdshap.cut`). Classification only; uniform weights, Euclidean
 distance (a ``Pipeline`` ending in the k-NN is applied to ``X`` first).
@@ -47,6 +56,7 @@ from scipy.stats import poisson
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
+from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.fast.base import NotEligible
 from tdshap.utility.fast.neighbor_lists import NeighborLists, check_eligible
@@ -81,6 +91,55 @@ def slot_weights(k: int, depth: int) -> tuple[np.ndarray, float]:
     return W, float(F[-1].sum() / k)
 
 
+def slot_count_moments(k: int, depth: int) -> np.ndarray:
+    """``Q[m, m'] = E[N_m N_m']``, ``N_m`` the number of the k slots held by list position m.
+
+    Position m enters a bag ``c ~ Poisson(1)`` times and fills
+    ``min(c, k - filled)`` slots, so the filled count is a Markov chain along
+    the list; ``Q`` follows it once from each position. It does not depend on
+    the row: a row's reward is ``sum_m N_m a_m / k`` (``a_m``: position m
+    carries its label), whose second moment is ``a' Q a / k^2``.
+    """
+    pmf = poisson.pmf(np.arange(k + 1), 1.0)
+    at_least = poisson.sf(np.arange(-1, k), 1.0)  # at_least[d] = P(c >= d)
+    step = np.zeros((k + 1, k + 1, k + 1))  # step[filled, added, filled after]
+    for f in range(k):
+        for d in range(k - f + 1):
+            step[f, d, f + d] = pmf[d] if f + d < k else at_least[d]
+    step[k, 0, k] = 1.0
+    move = step.sum(axis=1)  # the chain's transition matrix
+    added = np.arange(k + 1)
+    mean_added = step.sum(axis=2) @ added  # E[N | filled before]
+    Q = np.zeros((depth, depth))
+    before = np.zeros(k + 1)
+    before[0] = 1.0
+    for m in range(depth):
+        joint = before[:, None, None] * step  # [filled, N_m, filled after]
+        Q[m, m] = joint.sum(axis=(0, 2)) @ added**2
+        carried = np.einsum("fag,a->g", joint, added)  # E[N_m; filled after = g]
+        for later in range(m + 1, depth):
+            Q[m, later] = Q[later, m] = carried @ mean_added
+            carried = carried @ move
+        before = before @ move
+    return Q
+
+
+def bag_reward_variances(same: np.ndarray, k: int) -> np.ndarray:
+    """Variance, over Poissonized bags, of each row's out-of-bag reward.
+
+    ``same[i, m]``: the (m+1)-th nearest other row of row ``i`` carries row
+    ``i``'s label. Bags whose k slots are not all filled within the list
+    (probability ``tail`` of :func:`slot_weights`) are scaled out as the
+    values scale them.
+    """
+    depth = same.shape[1]
+    W, _ = slot_weights(k, depth)
+    a = same.astype(float)
+    mean = a @ W / W.sum()
+    second = ((a @ slot_count_moments(k, depth)) * a).sum(axis=1) / k**2 / W.sum()
+    return np.maximum(second - mean**2, 0.0)
+
+
 class KNNOutOfBag(DirectValuation):
     """Closed-form Data-OOB values of a k-NN classifier (module docstring).
 
@@ -93,6 +152,11 @@ class KNNOutOfBag(DirectValuation):
         ``None`` or ``"true_class_proba"`` (the only one).
     tau:
         Threshold of ``is_harmful``; ``"auto"``: 1 / the number of classes.
+    evidence_bags:
+        The intervals are those of the mean over this many sampled bags
+        (each row out of ``evidence_bags / e`` of them; module docstring);
+        200, thresholding Data-OOB's default budget. More bags: narrower
+        intervals, more rows credibly below ``tau``.
     random_state:
         Accepted for a common interface; the values are exact and deterministic.
 
@@ -101,7 +165,8 @@ class KNNOutOfBag(DirectValuation):
     values_, harmful_, result_:
         Each row's expected out-of-bag probability of its own label,
         ``values_ <= tau_``, and the :class:`~tdshap.result.ValuationResult`
-        (variances 0; ``counts``: the list positions each value sums over).
+        (``variances``: each row's bag-to-bag variance; ``counts``: the
+        out-of-bag draws of ``evidence_bags`` bags; a normal interval).
     n_neighbors_, tau_:
         What was used.
     """
@@ -109,10 +174,12 @@ class KNNOutOfBag(DirectValuation):
     algorithm = "knn_oob"
 
     def __init__(self, estimator: Any = None, metric: Any = None, tau: float | str = "auto",
-                 random_state: Any = None, progress: bool = False) -> None:
+                 evidence_bags: int = 200, random_state: Any = None,
+                 progress: bool = False) -> None:
         self.estimator = estimator
         self.metric = metric
         self.tau = tau
+        self.evidence_bags = evidence_bags
         self.random_state = random_state
         self.progress = progress
 
@@ -124,6 +191,7 @@ class KNNOutOfBag(DirectValuation):
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> KNNOutOfBag:
         """Value every row of ``(X, y)``; ``X_val``/``y_val`` are accepted and unused."""
         Xa, ya = self._start(X, y)
+        check_number(self.evidence_bags, "evidence_bags", low=3, integer=True)
         estimator = KNeighborsClassifier(5) if self.estimator is None else self.estimator
         problem = closed_form_problem(estimator)
         if problem:
@@ -148,10 +216,13 @@ class KNNOutOfBag(DirectValuation):
         W, tail = slot_weights(k, lists.depth)
         same = lists.codes[lists.index] == lists.codes[:, None]
         values = same @ W / W.sum()
+        variances = bag_reward_variances(same, k)
         self.n_neighbors_ = k
-        self._finish(values=values, counts=np.full(len(ya), lists.depth, dtype=np.int64),
-                     variances=np.zeros(len(ya)),
-                     extra={"n_neighbors": k, "task": "classification", "depth": lists.depth,
+        draws = max(2, round(self.evidence_bags * np.exp(-1.0)))
+        self._finish(values=values, counts=np.full(len(ya), draws, dtype=np.int64),
+                     variances=variances, interval="normal",
+                     extra={"n_neighbors": k, "evidence_bags": int(self.evidence_bags),
+                            "task": "classification", "depth": lists.depth,
                             "tail_weight": tail, "validation_free": True,
                             "search_seconds": lists.search_seconds,
                             "path_note": (f"k-NN neighbour lists ({lists.depth} nearest rows "
