@@ -13,6 +13,7 @@ interval of the long-run mean.
 
     PYTHONPATH=src:. .venv/bin/python benchmarks/eligibility.py \\
         [--cases tree:digits knn:make_classification tree:diabetes logreg:wine] [--runs 20]
+        [--per-row-bags]
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ from tdshap.methods import ThresholdingOOB
 METHODS = ("pooled", "moderated", "t")
 
 
-def one_case(model: str, name: str, noise: float, runs: int, truth_bags: int) -> None:
+def one_case(model: str, name: str, noise: float, runs: int, truth_bags: int,
+             per_row_bags: bool = False) -> None:
     load, task = DATASETS[name]
     X, y = load()
     split = make_split(name, X, y, task, 0, noise)
     est = build_estimator(model, task, len(split.y))
     start = time.perf_counter()
-    truth = ThresholdingOOB(est, max_iter=truth_bags, random_state=999).fit(split.X, split.y)
+    truth = ThresholdingOOB(est, max_iter=truth_bags, random_state=999,
+                            per_row_bags=per_row_bags).fit(split.X, split.y)
     mu = truth.result_.values
     print(f"\n{model} on {name}, {noise:.0%} planted, N = {len(split.y)}: long run of "
           f"{truth_bags} bags in {time.perf_counter() - start:.0f} s, every row pulled >= "
@@ -52,7 +55,8 @@ def one_case(model: str, name: str, noise: float, runs: int, truth_bags: int) ->
     stats: dict[str, list[list[float]]] = {m: [] for m in METHODS}
     errors = []  # (run mean - long-run mean) / the row's own standard error, per run and row
     for seed in range(runs):
-        r = ThresholdingOOB(est, max_iter=100, random_state=seed).fit(split.X, split.y).result_
+        r = ThresholdingOOB(est, max_iter=100, random_state=seed,
+                            per_row_bags=per_row_bags).fit(split.X, split.y).result_
         own = dataclasses.replace(r, interval="normal")
         se = (own.ci_high - own.values) / 1.959964
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -91,6 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--noise", type=float, default=0.1)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--truth-bags", type=int, default=4000)
+    parser.add_argument("--per-row-bags", action="store_true",
+                        help="ThresholdingOOB(per_row_bags=True): k-NN list bags over all "
+                             "rows, each row scored by the bag without it")
     args = parser.parse_args(argv)
     print(f"# eligibility benchmark, {datetime.date.today()}, {platform.machine()}, Python "
           f"{platform.python_version()}; {args.runs} runs per case")
@@ -98,7 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     with threadpool_limits(1):
         for case in args.cases:
             model, _, name = case.partition(":")
-            one_case(model, name, args.noise, args.runs, args.truth_bags)
+            one_case(model, name, args.noise, args.runs, args.truth_bags,
+                     args.per_row_bags)
 
 
 if __name__ == "__main__":

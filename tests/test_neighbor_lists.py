@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from tdshap.cleansing import cleanse
-from tdshap.methods import DataOOB
+from tdshap.methods import DataOOB, KNNOutOfBag
 from tdshap.methods.tdoob import ThresholdingOOB
 from tdshap.result import ValuationResult
 from tdshap.utility.fast import NotEligible
@@ -112,6 +112,50 @@ def test_bagging_methods_equal_their_refit_path_and_say_so(method: Any) -> None:
     if isinstance(fast, ThresholdingOOB):  # n_fits counts refits, as for TDShap's fast paths
         assert fast.result_.n_fits == 0
         assert slow.result_.n_fits == slow.result_.n_evaluations
+
+
+def test_a_row_inside_the_bag_is_scored_by_the_bag_without_it() -> None:
+    """What thresholding Data-OOB's list bags rest on: a row's list never holds the row,
+    so its score is the refit of the bag with the row's own copies taken out."""
+    X, y = _classes(200, seed=5)
+    lists = NeighborLists(KNeighborsClassifier(5), X, y)
+    for bag in _bags(len(y), 5, seed=6):
+        counts = np.bincount(bag, minlength=len(y))
+        rows = np.flatnonzero(counts > 0)[:40]
+        scores, declined = lists.row_scores(counts, rows, y[rows], "true_class_proba")
+        assert not declined.any()
+        for i, score in zip(rows, scores, strict=True):
+            without = bag[bag != i]
+            refit = KNeighborsClassifier(5).fit(X[without], y[without])
+            expected = row_scores(refit, X[[i]], y[[i]], "true_class_proba")[0]
+            assert score == expected
+
+
+def test_per_row_bags_rank_as_the_default_bags() -> None:
+    X, y = _classes(300, seed=2)
+    held, own = (ThresholdingOOB(KNeighborsClassifier(5), max_iter=20, random_state=4,
+                                 per_row_bags=p).fit(X, y) for p in (False, True))
+    assert own.result_.extra["fast_path"] == "kneighbors lists"
+    assert own.result_.n_fits == 0 and own.result_.extra["refit_rows"] == 0
+    assert not np.array_equal(held.values_, own.values_)  # other bags...
+    assert np.corrcoef(held.values_, own.values_)[0, 1] > 0.9  # ...one ranking
+
+
+def test_per_row_bags_converge_to_the_closed_form_and_held_together_do_not() -> None:
+    """With per-row bags each reward is a draw of the row's own Data-OOB law, whatever the
+    bandit held out with it, so a long run lands on the closed form (KNNOutOfBag);
+    holding the arms out of the bag together misses it by up to 0.2-0.4 on these rows."""
+    X, y = make_classification(150, n_features=4, n_informative=3, n_redundant=0,
+                               n_classes=3, flip_y=0.1, random_state=3)
+    exact = KNNOutOfBag(KNeighborsClassifier(5)).fit(X, y).values_
+    gaps = {}
+    for per_row in (True, False):
+        run = ThresholdingOOB(KNeighborsClassifier(5), max_iter=3000, random_state=0,
+                              per_row_bags=per_row).fit(X, y)
+        assert run.counts_.min() > 500
+        gaps[per_row] = np.abs(run.values_ - exact)
+    assert gaps[True].max() < 0.05 and gaps[True].mean() < 0.01
+    assert gaps[False].max() > 0.1 and gaps[False].mean() > 0.02
 
 
 @pytest.mark.parametrize("estimator, reason", [
