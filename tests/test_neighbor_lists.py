@@ -137,6 +137,10 @@ def test_per_row_bags_rank_as_the_default_bags() -> None:
                                  per_row_bags=p).fit(X, y) for p in (False, True))
     assert own.result_.extra["fast_path"] == "kneighbors lists"
     assert own.result_.n_fits == 0 and own.result_.extra["refit_rows"] == 0
+    assert own.result_.extra["per_row_bags"] and not held.result_.extra["per_row_bags"]
+    refitted = ThresholdingOOB(KNeighborsClassifier(5), max_iter=2, random_state=4,
+                               per_row_bags=True, fast_path=False).fit(X, y)
+    assert not refitted.result_.extra["per_row_bags"]  # needs the lists: said so
     assert not np.array_equal(held.values_, own.values_)  # other bags...
     assert np.corrcoef(held.values_, own.values_)[0, 1] > 0.9  # ...one ranking
 

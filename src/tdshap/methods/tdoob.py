@@ -363,6 +363,8 @@ class ThresholdingOOB(BaseValuation):
             extra={"tau": state.tau, "eps": state.eps, "k": self.k_, "rounds": self.rounds_,
                    "metric": self.metric_, "stopped_by": fired,
                    "fast_path": self.fast_path_used_,
+                   # per-row bags need the lists: a refitted run says it did not use them
+                   "per_row_bags": bool(self.per_row_bags and self.fast_path_used_),
                    "path_note": self.path_note_, "refit_rows": self.refit_rows_,
                    "unpulled": int(np.sum(state.counts == 0)),
                    # out-of-bag rewards: the validation rows judge the cut unbiased
