@@ -111,6 +111,19 @@ def test_params_are_json_scalars_and_lists_only(work: Path, params: str) -> None
                   "--out", "out", words=("--params", "not accepted"))
 
 
+@pytest.mark.parametrize(("params", "words"), [
+    ('{"n_neighbors": NaN}', ("--params holds NaN",)),
+    ('{"max_depth": Infinity}', ("--params holds Infinity",)),
+    ('{"n_neighbors": 1e400}', ("'n_neighbors': inf is not a finite number",)),
+    ('{"n_neighbors": 3, "n_neighbors": 4}', ("'n_neighbors' 2 times",)),
+    ('{"weights": ' + "[" * 5000 + "]" * 5000 + "}", ("too deeply",)),
+    ('{"weights": ' + "[" * 30 + "]" * 30 + "}", ("'weights'", "at most 20 deep")),
+], ids=["nan", "infinity", "overflow", "repeated", "recursion", "deep"])
+def test_params_that_no_model_takes(work: Path, params: str, words: tuple[str, ...]) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--params", params,
+                  "--out", "out", *FAST, words=words)
+
+
 def test_params_must_be_the_estimators_own(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--model",
                   "sklearn.tree:DecisionTreeClassifier", "--params", '{"command": "ls"}',
@@ -504,6 +517,15 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
     (["--max-failed-fraction", "2"], ("--max-failed-fraction",)),
     (["--checkpoint-every", "-1"], ("--checkpoint-every",)),
     (["--tau", "nan"], ("--tau",)),
+    (["--time-budget", "nan"], ("--time-budget", "not a finite number")),
+    (["--time-budget", "inf"], ("--time-budget", "not a finite number")),
+    (["--val-fraction", "nan"], ("--val-fraction", "not a finite number")),
+    (["--checkpoint-every", "nan"], ("--checkpoint-every", "not a finite number")),
+    (["--max-failed-fraction", "nan"], ("--max-failed-fraction", "not a finite number")),
+    (["--model", ""], ("unknown model ''",)),
+    (["--metric", "r2"], ("--metric 'r2' is for regression", "task is classification")),
+    (["--metric", "roc_auc"], ("--metric 'roc_auc' cannot score", "multi_class")),
+    (["--method", "tdshap", "--n-min", "0"], ("n_min=0 rows", "--n-min to at least 5")),
     (["--time-budget", "0.001"], ("first pass", "--time-budget")),
 ])
 def test_settings_refused_before_any_folder_exists(work: Path, option: list[str],
