@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -356,13 +357,25 @@ def test_an_edited_checkpoint_is_refused_in_one_line(
                   words=("run.tdshap",))
 
 
-@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not a zip", b"\x00" * 100])
+class _Payload:
+    def __reduce__(self) -> tuple:
+        return (os.system, ("touch PWNED",))
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b"", lambda b: b"PK\x03\x04 not a zip", lambda b: b"\x00" * 100,
+    lambda b: b[: len(b) // 2], lambda b: pickle.dumps(_Payload()),
+    lambda b: b'{"format": "tdshap.Checkpoint"}',
+], ids=["empty", "zip-magic", "zeros", "truncated", "pickle", "json"])
 def test_a_damaged_checkpoint_is_refused_in_one_line(
-        work: Path, content: bytes, first_run: Callable[..., Path]) -> None:
+        work: Path, damage: Callable[[bytes], bytes], first_run: Callable[..., Path]) -> None:
     first_run("value")
-    (work / "out" / "run.tdshap").write_bytes(content)
-    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out",
-                  "--resume", *FAST, words=("not a tdshap checkpoint",))
+    path = work / "out" / "run.tdshap"
+    path.write_bytes(damage(path.read_bytes()))
+    line = check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out",
+                         "--resume", *FAST, words=("not a tdshap checkpoint",))
+    # neither numpy's advice to unpickle it nor a file left open
+    assert "pickle" not in line and "warnings on the way" not in line
 
 
 def test_checkpoint_every_and_the_first_checkpoint_after_initialisation(work: Path) -> None:
