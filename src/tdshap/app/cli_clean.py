@@ -212,6 +212,10 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         frame = frame.set_index(id_column)
     else:
         frame = frame.set_axis(pd.RangeIndex(len(frame), name="row"))
+    if frame.shape[1] < 2:
+        also = f" and the id column {id_column!r}" if id_column is not None else ""
+        raise ValueError(f"{what} {path} has no feature columns besides the target {target!r}"
+                         f"{also}: the model needs at least one column to learn from.")
     return frame.drop(columns=[target]), frame[target]
 
 
