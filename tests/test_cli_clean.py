@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,6 +75,91 @@ def test_unreadable_format(tmp_path: Path, name: str) -> None:
     (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x00garbage\xff" * 20)
     res = tdshap("clean", name, "--target", "y", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", name)
+
+
+def _zipped(text: str) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("t.csv", text)
+    return buf.getvalue()
+
+
+def _text(frame: pd.DataFrame, **kwargs: str) -> str:
+    return frame.to_csv(index=False, **kwargs)
+
+
+@pytest.mark.parametrize(("name", "content", "words"), [
+    ("t.csv", lambda: _text(table().replace("red", "ros\xe9")).encode("latin-1"),
+     ("not UTF-8 text (byte 0xe9", "save it as UTF-8")),
+    ("t.csv", lambda: _text(table()).encode("utf-16"), ("UTF-16", "save it as UTF-8")),
+    ("t.csv", lambda: _zipped(_text(table())), ("zip archive", "export the sheet as CSV")),
+    ("t.csv", lambda: __import__("gzip").compress(_text(table()).encode()),
+     ("gzip-compressed",)),
+    ("t.csv", lambda: _text(table(), sep=";").encode(),
+     ("single column 'a;b;colour;y'", "semicolon-separated")),
+    ("t.tsv", lambda: _text(table()).encode(), ("comma-separated", "suffix .csv")),
+], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv"])
+def test_a_file_that_is_not_the_text_expected_says_what_it_is(
+        tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:
+    (tmp_path / name).write_bytes(content())
+    res = tdshap("clean", name, "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", name, *words)
+
+
+def test_no_feature_columns(tmp_path: Path) -> None:
+    write(table()[["y"]], tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "no feature columns besides the target 'y'")
+
+
+@pytest.mark.parametrize("task", [[], ["--task", "classification"]])
+def test_an_infinite_label_is_named_without_warnings(tmp_path: Path, task: list[str]) -> None:
+    frame = table()
+    frame["y"] = (frame["a"] > 0).astype(float)
+    frame.loc[3, "y"] = np.inf
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", *task, "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "target column 'y' has inf in row 3")
+    assert "warnings on the way" not in res.stderr
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda v: v.assign(a="x"),
+     ("column 'a' of the validation data holds 'x' in row 0", "numeric in the training")),
+    (lambda v: v.assign(y=(v["a"] > 0).astype(int)),
+     ("validation labels (", "share no class with the training labels ('no', 'yes')")),
+], ids=["text-in-numbers", "other-labels"])
+def test_validation_data_unlike_the_training_data(tmp_path: Path, train: Path, change: Any,
+                                                  words: tuple[str, ...]) -> None:
+    write(change(table(seed=1)), tmp_path / "val.csv")
+    res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--out", "out", *FAST,
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+
+
+def test_a_validation_class_no_training_row_has_is_a_warning(tmp_path: Path,
+                                                             train: Path) -> None:
+    val = table(seed=1)
+    val.loc[0, "y"] = "maybe"
+    write(val, tmp_path / "val.csv")
+    res = tdshap("value", train, "--target", "y", "--val", "val.csv", "--out", "out", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "warning: UserWarning: the validation labels include 1 class(es) no training row has "
+        "('maybe'; 1 row): no model can predict them, so those rows count as errors for every "
+        "model."]
+
+
+def test_a_tau_far_from_every_value_plots_without_overflow(tmp_path: Path, train: Path) -> None:
+    res = tdshap("value", train, "--target", "y", "--tau", "1e308", "--out", "out", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""  # no numpy overflow warnings from drawing tau
+    assert (tmp_path / "out" / "values.png").exists()
 
 
 def test_target_missing(tmp_path: Path, train: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,19 @@ def test_allowing_a_package_still_refuses_its_functions(work: Path) -> None:
 def test_params_are_json_scalars_and_lists_only(work: Path, params: str) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params", params,
                   "--out", "out", words=("--params", "not accepted"))
+
+
+@pytest.mark.parametrize(("params", "words"), [
+    ('{"n_neighbors": NaN}', ("--params holds NaN",)),
+    ('{"max_depth": Infinity}', ("--params holds Infinity",)),
+    ('{"n_neighbors": 1e400}', ("'n_neighbors': inf is not a finite number",)),
+    ('{"n_neighbors": 3, "n_neighbors": 4}', ("'n_neighbors' 2 times",)),
+    ('{"weights": ' + "[" * 5000 + "]" * 5000 + "}", ("too deeply",)),
+    ('{"weights": ' + "[" * 30 + "]" * 30 + "}", ("'weights'", "at most 20 deep")),
+], ids=["nan", "infinity", "overflow", "repeated", "recursion", "deep"])
+def test_params_that_no_model_takes(work: Path, params: str, words: tuple[str, ...]) -> None:
+    check_refused(work, "value", "wine.csv", "--target", "target", "--params", params,
+                  "--out", "out", *FAST, words=words)
 
 
 def test_params_must_be_the_estimators_own(work: Path) -> None:
@@ -343,13 +357,25 @@ def test_an_edited_checkpoint_is_refused_in_one_line(
                   words=("run.tdshap",))
 
 
-@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not a zip", b"\x00" * 100])
+class _Payload:
+    def __reduce__(self) -> tuple:
+        return (os.system, ("touch PWNED",))
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b"", lambda b: b"PK\x03\x04 not a zip", lambda b: b"\x00" * 100,
+    lambda b: b[: len(b) // 2], lambda b: pickle.dumps(_Payload()),
+    lambda b: b'{"format": "tdshap.Checkpoint"}',
+], ids=["empty", "zip-magic", "zeros", "truncated", "pickle", "json"])
 def test_a_damaged_checkpoint_is_refused_in_one_line(
-        work: Path, content: bytes, first_run: Callable[..., Path]) -> None:
+        work: Path, damage: Callable[[bytes], bytes], first_run: Callable[..., Path]) -> None:
     first_run("value")
-    (work / "out" / "run.tdshap").write_bytes(content)
-    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out",
-                  "--resume", *FAST, words=("not a tdshap checkpoint",))
+    path = work / "out" / "run.tdshap"
+    path.write_bytes(damage(path.read_bytes()))
+    line = check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out",
+                         "--resume", *FAST, words=("not a tdshap checkpoint",))
+    # neither numpy's advice to unpickle it nor a file left open
+    assert "pickle" not in line and "warnings on the way" not in line
 
 
 def test_checkpoint_every_and_the_first_checkpoint_after_initialisation(work: Path) -> None:
@@ -504,6 +530,15 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
     (["--max-failed-fraction", "2"], ("--max-failed-fraction",)),
     (["--checkpoint-every", "-1"], ("--checkpoint-every",)),
     (["--tau", "nan"], ("--tau",)),
+    (["--time-budget", "nan"], ("--time-budget", "not a finite number")),
+    (["--time-budget", "inf"], ("--time-budget", "not a finite number")),
+    (["--val-fraction", "nan"], ("--val-fraction", "not a finite number")),
+    (["--checkpoint-every", "nan"], ("--checkpoint-every", "not a finite number")),
+    (["--max-failed-fraction", "nan"], ("--max-failed-fraction", "not a finite number")),
+    (["--model", ""], ("unknown model ''",)),
+    (["--metric", "r2"], ("--metric 'r2' is for regression", "task is classification")),
+    (["--metric", "roc_auc"], ("--metric 'roc_auc' cannot score", "multi_class")),
+    (["--method", "tdshap", "--n-min", "0"], ("n_min=0 rows", "--n-min to at least 5")),
     (["--time-budget", "0.001"], ("first pass", "--time-budget")),
 ])
 def test_settings_refused_before_any_folder_exists(work: Path, option: list[str],

@@ -197,3 +197,41 @@ def test_a_sparse_matrix_is_refused_with_the_fix() -> None:
 
     with pytest.raises(ValueError, match=r"sparse matrix: pass X.toarray\(\)"):
         tdshap.find_harmful(sp.csr_matrix(np.eye(6)), np.arange(6) % 2)
+
+
+_X = np.random.default_rng(0).normal(size=(60, 3))
+_Y = (_X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize(("X", "y", "kwargs", "message"), [
+    (pd.DataFrame(_X, columns=["a", "a", "b"]), _Y, {}, "duplicate column names: a"),
+    (pd.DataFrame(_X), pd.Series(_Y[:-1]), {}, r"one target per row of X \(60\)"),
+    ([[1.0, 2.0], [3.0]] * 30, _Y, {}, "rows differ in length"),
+    (_X, _Y, {"y_val": _Y}, "give X_val with y_val"),
+    (_X, _Y, {"X_val": _X, "y_val": np.where(_Y, "a", "b")}, "share no class"),
+    (_X, _Y, {"val_fraction": "0.2"}, "val_fraction='0.2' must be a number"),
+    (_X, _Y, {"random_state": -1}, "random_state=-1 must be a whole number >= 0"),
+    (_X, _Y, {"metric": "r2"}, "'r2' is for regression"),
+], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
+        "fraction-text", "negative-seed", "metric-of-other-task"])
+def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
+                                            message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(X, y, **kwargs)
+
+
+def test_rows_as_mappings_are_a_table() -> None:
+    records = [{"a": float(v), "colour": "red" if v > 0 else "blue"} for v in _X[:, 0]]
+    rows = tdshap.find_harmful(records, _Y, cleanse=False)
+    columns = tdshap.find_harmful({"a": list(_X[:, 0]), "colour": [r["colour"] for r in records]},
+                                  _Y, cleanse=False)
+    pd.testing.assert_frame_equal(rows.table, columns.table)
+    assert rows.run.data.encoder.categorical_ == ["colour"]
+
+
+def test_a_python_int_beyond_numpys_is_a_whole_number() -> None:
+    from tdshap._validation import check_number
+
+    check_number(10**30, "max_iter", low=0, integer=True)  # no TypeError from numpy
+    with pytest.raises(ValueError, match="must be a whole number"):
+        check_number(float("inf"), "max_iter", low=0, integer=True)

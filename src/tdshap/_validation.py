@@ -91,9 +91,10 @@ def check_number(value: Any, name: str, *, low: float | None = None, integer: bo
     """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low``."""
     ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
     if ok and integer:
-        ok = float(value).is_integer()
-    if ok:
-        ok = np.isfinite(value) and (low is None or value >= low)
+        ok = isinstance(value, int | np.integer) or float(value).is_integer()
+    if ok:  # a Python int may exceed what numpy's isfinite takes; it is finite anyway
+        ok = (isinstance(value, int) or bool(np.isfinite(value))) and (
+            low is None or value >= low)
     if not ok:
         kind = "a whole number" if integer else "a number"
         bound = f" >= {low}" if low is not None else ""

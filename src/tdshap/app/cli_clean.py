@@ -44,7 +44,8 @@ VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "remove
 #: The library's parameter names and the options that set them (for its error messages).
 FLAGS = {
     "params": "--params", "model": "--model", "allow_import": "--allow-import",
-    "task": "--task", "n_min": "--n-min", "k": "--k", "time_budget": "--time-budget",
+    "task": "--task", "metric": "--metric", "n_min": "--n-min", "k": "--k",
+    "time_budget": "--time-budget",
     "max_failed_fraction": "--max-failed-fraction", "impute": "--impute",
     "val_fraction": "--val-fraction", "test_fraction": "--test-fraction", "X_val": "--val",
     "eps": "--eps", "tau": "--tau", "max_iter": "--max-iter",
@@ -82,6 +83,16 @@ class AutoOr(click.ParamType):
         return number
 
 
+class FiniteFloatRange(click.FloatRange):
+    """A ``click.FloatRange`` that also refuses nan and inf (they pass its comparisons)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if not np.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``clean`` and ``value`` share."""
     opts = [
@@ -91,13 +102,13 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Validation file (same columns). Default: hold out --val-fraction."),
         click.option("--test", "test_path", type=click.Path(path_type=Path),
                      help="Test file for an honest before/after score (optional)."),
-        click.option("--val-fraction", type=click.FloatRange(0, 1, min_open=True,
+        click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True,
                                                              max_open=True),
                      default=DEFAULT_VAL_FRACTION,
                      show_default=True,
                      help="Without --val: share of TRAIN's rows held out for validation "
                      "(stratified by class for classification)."),
-        click.option("--test-fraction", type=click.FloatRange(0, 1, max_open=True),
+        click.option("--test-fraction", type=FiniteFloatRange(0, 1, max_open=True),
                      default=DEFAULT_TEST_FRACTION,
                      show_default=True,
                      help="Without --val and --test: share of TRAIN's rows held out for the "
@@ -136,14 +147,14 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Smallest prefix; auto: min(100, N // 3)."),
         click.option("--max-iter", type=click.IntRange(min=0), default=DEFAULT_MAX_ITER,
                      show_default=True, help="Rounds after every row was pulled once."),
-        click.option("--time-budget", type=click.FloatRange(min=0, min_open=True),
+        click.option("--time-budget", type=FiniteFloatRange(min=0, min_open=True),
                      help="Stop valuing after this many seconds (refused up front when the "
                      "first pass over the rows alone would take longer)."),
-        click.option("--max-failed-fraction", type=click.FloatRange(0, 1),
+        click.option("--max-failed-fraction", type=FiniteFloatRange(0, 1),
                      default=DEFAULT_MAX_FAILED_FRACTION, show_default=True,
                      help="Stop with an error when more than this share of the valuation's "
                      "(or the cleansing's) fits fail."),
-        click.option("--checkpoint-every", type=click.FloatRange(min=0), default=10.0,
+        click.option("--checkpoint-every", type=FiniteFloatRange(min=0), default=10.0,
                      show_default=True, metavar="SECONDS",
                      help=f"Save the run's state to OUT/{CHECKPOINT_NAME} this often (0: every "
                      "round); the first save follows the first pass over the rows."),
@@ -201,6 +212,10 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         frame = frame.set_index(id_column)
     else:
         frame = frame.set_axis(pd.RangeIndex(len(frame), name="row"))
+    if frame.shape[1] < 2:
+        also = f" and the id column {id_column!r}" if id_column is not None else ""
+        raise ValueError(f"{what} {path} has no feature columns besides the target {target!r}"
+                         f"{also}: the model needs at least one column to learn from.")
     return frame.drop(columns=[target]), frame[target]
 
 

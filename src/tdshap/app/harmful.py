@@ -15,12 +15,15 @@ full control.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from tdshap._validation import check_number
 from tdshap.app.plan import run
 from tdshap.app.report import text_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
@@ -36,33 +39,78 @@ DEFAULT_VAL_FRACTION = 0.25
 DEFAULT_TEST_FRACTION = 0.25
 
 
+def _records(X: Any) -> bool:
+    """Rows as mappings (``[{"a": 1, ...}, ...]``) or columns as one (``{"a": [...]}``)."""
+    if isinstance(X, Mapping):
+        return True
+    return isinstance(X, list | tuple) and len(X) > 0 and all(isinstance(r, Mapping) for r in X)
+
+
 def _as_frame(X: Any, name: str) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
         frame = X
+    elif _records(X):
+        try:
+            frame = pd.DataFrame(X)
+        except ValueError as err:  # e.g. columns of different lengths
+            raise ValueError(f"{name} cannot be read as a table: {err}.") from None
     else:
         if sp.issparse(X):
             raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                              "valued as dense arrays).")
-        arr = np.asarray(X)
+        try:
+            arr = np.asarray(X)
+        except ValueError:  # rows of different lengths
+            raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
+                             "features in every row; its rows differ in length.") from None
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
         frame = pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
     if len(frame) == 0 or frame.shape[1] == 0:
         raise ValueError(f"{name} has {len(frame)} rows and {frame.shape[1]} columns: it needs "
                          "at least one of each.")
+    dupes = frame.columns[frame.columns.duplicated()]
+    if len(dupes):
+        raise ValueError(f"{name} has duplicate column names: "
+                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
+                         "column has its own name.")
     return frame
 
 
 def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
-    if isinstance(y, pd.Series):
-        return pd.Series(y.to_numpy(), index=index, name=y.name or name)
-    arr = np.asarray(y)
+    arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series) else y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
     if arr.ndim != 1 or len(arr) != len(index):
         raise ValueError(f"{name} must be 1-D with one target per row of X "
                          f"({len(index)}), got shape {arr.shape}.")
-    return pd.Series(arr, index=index, name=name)
+    label = (y.name or name) if isinstance(y, pd.Series) else name
+    return pd.Series(arr, index=index, name=label)
+
+
+def _check_pairs(X_val: Any, y_val: Any, X_test: Any, y_test: Any) -> None:
+    if (X_val is None) != (y_val is None) or (X_test is None) != (y_test is None):
+        raise ValueError("give X_val with y_val (and X_test with y_test), or neither.")
+
+
+def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
+    """Held-out labels the training rows never have: none shared is an error, some a warning."""
+    known = set(pd.unique(train).tolist())
+    levels = pd.unique(other).tolist()
+    unseen = [v for v in levels if v not in known]
+    if not unseen:
+        return
+    shown = ", ".join(repr(v) for v in unseen[:3]) + (", ..." if len(unseen) > 3 else "")
+    if len(unseen) == len(levels):
+        theirs = ", ".join(repr(v) for v in sorted(known, key=str)[:3])
+        raise ValueError(f"the {what} labels ({shown}) share no class with the training labels "
+                         f"({theirs}{', ...' if len(known) > 3 else ''}): give {what} rows with "
+                         "the same target column and the same label spelling.")
+    n_rows = int(np.isin(other.astype(object), np.asarray(unseen, dtype=object)).sum())
+    rows = f"{n_rows} row{'s' if n_rows != 1 else ''}"
+    warnings.warn(f"the {what} labels include {len(unseen)} class(es) no training row has "
+                  f"({shown}; {rows}): no model can predict them, so those rows count as "
+                  "errors for every model.", UserWarning, stacklevel=3)
 
 
 def prepare(
@@ -82,6 +130,9 @@ def prepare(
     """Check the target, hold rows out if needed, fit the encoder on the training rows."""
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
+    check_number(seed, "random_state", low=0, integer=True)
+    if seed > 2**32 - 1:
+        raise ValueError(f"random_state={seed} must be below 2**32.")
     if task is None:
         task, reason = infer_task(y)
     elif task in ("classification", "regression"):
@@ -89,8 +140,7 @@ def prepare(
     else:
         raise ValueError(f"task={task!r} must be 'classification' or 'regression'.")
     y_all = check_target(y, task)
-    if (X_val is None) != (y_val is None) or (X_test is None) != (y_test is None):
-        raise ValueError("give X_val with y_val (and X_test with y_test), or neither.")
+    _check_pairs(X_val, y_val, X_test, y_test)
     if X_val is not None:
         train = np.arange(len(X))
         split_note = "validation rows given"
@@ -108,15 +158,19 @@ def prepare(
         if other is not None:
             check_same_columns(X, other, what)
     encoder = TableEncoder(impute=impute).fit(X.iloc[train])
-    Xa = encoder.transform(X)
+    Xa = encoder.transform(X, "training data")
     if X_val is None or y_val is None:
         Xv, yv = Xa[val_rows], y_all[val_rows]
     else:
-        Xv, yv = encoder.transform(X_val), check_target(y_val, task)
+        Xv, yv = encoder.transform(X_val, "validation data"), check_target(y_val, task)
+        if task == "classification":
+            _check_labels(y_all[train], yv, "validation")
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:
-        Xt, yt = encoder.transform(X_test), check_target(y_test, task)
+        Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task)
+        if task == "classification":
+            _check_labels(y_all[train], yt, "test")
     elif test_rows is not None and len(test_rows):
         Xt, yt = Xa[test_rows], y_all[test_rows]
     else:
@@ -245,6 +299,7 @@ def find_harmful(
     """
     Xf = _as_frame(X, "X")
     yf = _as_series(y, "y", Xf.index)
+    _check_pairs(X_val, y_val, X_test, y_test)
     frames: dict[str, Any] = {}
     for name, Xo, yo in (("val", X_val, y_val), ("test", X_test, y_test)):
         if Xo is not None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,11 +99,32 @@ MODELS["svm"] = MODELS["svr"]
 ALLOWED_PACKAGES: tuple[str, ...] = ("sklearn", "lightgbm", "xgboost", "catboost", "tdshap")
 
 
-def _json_value(value: Any) -> bool:
-    """A JSON scalar (text, number, true/false, null) or a list of them."""
-    if value is None or isinstance(value, str | bool | int | float):
+#: Lists inside lists deeper than this are refused (no estimator parameter needs more).
+MAX_PARAM_DEPTH = 20
+
+
+def _json_value(value: Any, depth: int = 0) -> bool:
+    """A JSON scalar (text, finite number, true/false, null) or a (shallow) list of them."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if value is None or isinstance(value, str | bool | int):
         return True
-    return isinstance(value, list) and all(_json_value(v) for v in value)
+    return isinstance(value, list) and depth < MAX_PARAM_DEPTH and all(
+        _json_value(v, depth + 1) for v in value)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen = Counter(key for key, _ in pairs)
+    repeated = [key for key, n in seen.items() if n > 1]
+    if repeated:
+        raise ParameterError(f"`params` gives {repeated[0]!r} {seen[repeated[0]]} times: give "
+                             "each parameter once.", "params")
+    return dict(pairs)
+
+
+def _not_a_number(word: str) -> Any:
+    raise ParameterError(f"`params` holds {word}, which is not a number a model takes (nor "
+                         "standard JSON): give a finite number.", "params")
 
 
 def parse_params(text: str | None) -> dict[str, Any]:
@@ -109,12 +132,16 @@ def parse_params(text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        params = json.loads(text)
+        params = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_not_a_number)
     except json.JSONDecodeError as err:
         raise ParameterError(
             f"`params` is not valid JSON ({err.msg} at character {err.pos}): "
             'write an object, e.g. `params` \'{"max_depth": 3}\'.', "params"
         ) from None
+    except RecursionError:
+        raise ParameterError(f"`params` nests lists or objects too deeply (more than "
+                             f"{MAX_PARAM_DEPTH} levels): give numbers, text, true/false, "
+                             "null or lists of them.", "params") from None
     if not isinstance(params, dict):
         raise ParameterError(
             f"`params` must be a JSON object of keyword arguments, got {type(params).__name__}: "
@@ -128,9 +155,11 @@ def check_param_values(params: dict[str, Any]) -> None:
     """Each value a JSON scalar or list: nothing that could name code to run."""
     for name, value in params.items():
         if not _json_value(value):
+            what = (f"{value} is not a finite number" if isinstance(value, float) else
+                    f"{type(value).__name__} values are not accepted")
             raise ParameterError(
-                f"`params` {name!r}: {type(value).__name__} values are not accepted; give "
-                "numbers, text, true/false, null or lists of them.", "params"
+                f"`params` {name!r}: {what}; give finite numbers, text, true/false, null or "
+                f"lists of them (at most {MAX_PARAM_DEPTH} deep).", "params"
             )
 
 

@@ -64,18 +64,50 @@ def check_estimator_task(estimator: Any, task: str, label: str) -> None:
                              "regressor.", "model", "task")
 
 
-def _check_neighbours(estimator: Any, n: int) -> None:
-    """k-NN asks for more neighbours than there are training rows: every fit would fail."""
+def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
+    """k-NN asks for more neighbours than a fit has rows: every fit (or prefix) would fail.
+
+    ``n`` is the number of training rows valued; ``n_min``, when given, the rows of
+    the smallest prefix TDShap fits on.
+    """
     try:
         params = estimator.get_params(deep=True)
     except AttributeError:
         return
     for name, value in params.items():
-        if name.rsplit("__", 1)[-1] == "n_neighbors" and isinstance(value, int) and value > n:
+        if name.rsplit("__", 1)[-1] != "n_neighbors" or not isinstance(value, int):
+            continue
+        if value > n:
             raise ParameterError(
                 f"n_neighbors={value} is larger than the N={n} training rows valued: every "
                 f"fit would fail. Choose n_neighbors well below N (e.g. 5) in `params`.",
                 "params")
+        if n_min is not None and value > n_min:
+            raise ParameterError(
+                f"n_neighbors={value} is larger than the n_min={n_min} rows of the smallest "
+                f"prefix TDShap fits on: those fits would fail. Raise `n_min` to at least "
+                f"{value}, or lower n_neighbors in `params`.", "n_min", "params")
+
+
+def _check_metric(metric: Any, data: PreparedData) -> None:
+    """Refuse a metric of the other task, or one that cannot score the validation rows."""
+    from tdshap.utility.base import describe_error, fallback_model
+    from tdshap.utility.metrics import metric_task, resolve_metric
+
+    spec = resolve_metric(metric)
+    task = metric_task(spec)
+    if task is not None and task != data.task:
+        usual = "accuracy" if data.task == "classification" else "neg_mae"
+        raise ParameterError(f"`metric` {spec.name!r} is for {task}, but the task is "
+                             f"{data.task}: use e.g. {usual}, or leave `metric` out.",
+                             "metric", "task")
+    classes = np.unique(data.y_train) if data.task == "classification" else None
+    try:  # the constant prediction every failed fit falls back to must be scorable too
+        spec.score(fallback_model(data.y_train, classes), data.X_val, data.y_val)
+    except Exception as err:
+        raise ParameterError(f"`metric` {spec.name!r} cannot score the validation rows of this "
+                             f"{data.task} task ({describe_error(err)}): choose another "
+                             "metric.", "metric") from None
 
 
 @dataclass
@@ -307,7 +339,7 @@ def plan(
     o = options or TDShapOptions()
     n = len(data.y_train)
     if model is None or isinstance(model, str):
-        model_name = model or DEFAULT_MODEL
+        model_name = DEFAULT_MODEL if model is None else model
         estimator = build_model(model_name, data.task, params, n, allow_import)
         model_about = describe(model_name)
     else:
@@ -316,6 +348,7 @@ def plan(
     _check_neighbours(estimator, n)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
+    _check_metric(metric, data)
     check_rule(cut)
     valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
                          {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
@@ -344,6 +377,7 @@ def plan(
                 "`k`, or use more rows.", "n_min", "k"
             ) from None
         tdshap._check_params(n)
+        _check_neighbours(estimator, n, n_min_used)
         utility = make_utility(estimator, valuer.metric, data.X_train, data.y_train,
                                data.X_val, data.y_val, run_seed=seed)
         estimate = _estimate(utility, tdshap, data, do_cleanse, seed)

@@ -363,13 +363,18 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     # a closed-form valuation has no precision eps (its values are exact)
     given_eps = run.settings["eps"].value
     tau, eps = float(r.threshold or 0.0), float(given_eps or 0.0)
-    ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
-    if given_eps is not None:
-        ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2,
-                   label=f"tau ± eps ({eps:.3g})")
     # a few extreme rows would squash the band around tau: show the middle 98%
     lo, hi = np.percentile(r.values, [1, 99])
-    lo, hi = min(lo, tau - eps), max(hi, tau + eps)
+    # a tau far from every value (--tau 1e308) would squash the values instead: not drawn
+    reach = 100 * max(hi - lo, eps, 1e-9)
+    if lo - reach <= tau <= hi + reach:
+        ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
+        if given_eps is not None:
+            ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2,
+                       label=f"tau ± eps ({eps:.3g})")
+        lo, hi = min(lo, tau - eps), max(hi, tau + eps)
+    else:
+        ax.plot([], [], color="black", linewidth=1, label=f"tau = {tau:.3g} (off the chart)")
     pad = 0.1 * (hi - lo) if hi > lo else 1e-9
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("training rows, sorted by value (y axis: 1st-99th percentile)")

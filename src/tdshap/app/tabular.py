@@ -43,7 +43,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
-from tdshap._validation import ParameterError
+from tdshap._validation import ParameterError, check_number
 
 MAX_LEVELS = 20
 MAX_CLASSES = 20
@@ -96,7 +96,9 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
             frame = pd.read_parquet(path)
         else:
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
+    except UnicodeDecodeError as err:
+        raise ValueError(f"cannot read {what} {path} as CSV: {_not_text(path, err)}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
         kind = "Parquet" if is_parquet(path) else "CSV"
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise ValueError(f"cannot read {what} {path} as {kind}: {detail}.") from None
@@ -108,7 +110,47 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
                          "rename them so each column has its own name.")
     if frame.shape[1] == 0 or len(frame) == 0:
         raise ValueError(f"{what} {path} has no data rows.")
+    if frame.shape[1] == 1 and not is_parquet(path):
+        _check_separator(str(frame.columns[0]), path, what)
     return frame
+
+
+#: Binary formats a table is often saved in by mistake: their first bytes and what to do.
+_BINARY_FORMATS = (
+    (b"PK\x03\x04", "a zip archive (an Excel .xlsx file is one too): unzip it, or export "
+     "the sheet as CSV"),
+    (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
+    (b"PAR1", "a Parquet file: give it the suffix .parquet"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) or Office file: export the sheet as CSV"),
+)
+
+
+def _not_text(path: Path, err: UnicodeDecodeError) -> str:
+    """Why a file that should be text is not UTF-8, and what to do about it."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    for magic, fix in _BINARY_FORMATS:
+        if head.startswith(magic):
+            return f"it is {fix}."
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "it is UTF-16 text: save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet)."
+    return (f"it is not UTF-8 text (byte 0x{err.object[err.start]:02x} at position "
+            f"{err.start}): save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet, or "
+            "iconv -f latin1 -t utf-8).")
+
+
+def _check_separator(header: str, path: Path, what: str) -> None:
+    """A one-column table whose header holds another separator was split on the wrong one."""
+    expected = _separator(path)
+    for sep, name in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe"), (",", "comma")):
+        if sep != expected and sep in header:
+            fix = {"\t": "give it the suffix .tsv", ",": "give it the suffix .csv"}.get(
+                sep, "save it comma-separated (.csv) or tab-separated (.tsv)")
+            reads = "tab" if expected == "\t" else "comma"
+            raise ValueError(
+                f"{what} {path} has a single column {header[:60]!r}: it looks {name}-separated, "
+                f"but a {path.suffix or 'file without suffix'} file is read as {reads}-separated:"
+                f" {fix}.")
 
 
 def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: Path) -> None:
@@ -156,7 +198,7 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
         return "classification", "the target is not numeric"
     values = y.to_numpy(dtype=float)
     n_levels = len(np.unique(values))
-    whole = bool(np.all(np.mod(values, 1) == 0))
+    whole = bool(np.all(np.mod(values[np.isfinite(values)], 1) == 0))
     if whole and n_levels <= MAX_CLASSES:
         return "classification", (
             f"the target has {n_levels} distinct whole-number values (<= {MAX_CLASSES})"
@@ -175,18 +217,20 @@ def check_target(y: pd.Series, task: str) -> np.ndarray:
             f"target column {name!r} has {int(y.isna().sum())} missing values (first at data "
             f"row {first}); drop those rows (`impute` never fills the target).", "impute"
         )
-    if task == "regression":
-        if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
-            raise ParameterError(
-                f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
-                "regression: use `task` classification or a numeric target.", "task"
-            )
+    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    if numeric and not pd.api.types.is_complex_dtype(y):
         values = y.to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(values))
         if len(bad):
             raise ValueError(f"target column {name!r} has {values[bad[0]]} in row "
                              f"{y.index[bad[0]]}: drop that row or give a finite value.")
-        return values
+    if task == "regression":
+        if not numeric:
+            raise ParameterError(
+                f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
+                "regression: use `task` classification or a numeric target.", "task"
+            )
+        return y.to_numpy(dtype=float)
     kinds = {isinstance(v, str) for v in y.to_numpy()} if y.dtype == object else set()
     if len(kinds) > 1:
         raise ValueError(f"target column {name!r} mixes text and numbers as labels: give every "
@@ -310,11 +354,12 @@ class TableEncoder:
             arr = self._cat_imputer.transform(arr)
         return arr.astype(str)
 
-    def transform(self, X: pd.DataFrame) -> np.ndarray:
+    def transform(self, X: pd.DataFrame, what: str = "data") -> np.ndarray:
+        """The encoded matrix of ``X``; ``what`` names ``X`` in error messages."""
         self._check_missing(X)
         parts = []
         if self.numeric_:
-            raw = X[self.numeric_].astype(float)
+            raw = _numbers(X, self.numeric_, what)
             _check_finite(raw)
             num = self._fill_numbers(raw.to_numpy())
             with np.errstate(over="ignore", invalid="ignore"):
@@ -344,6 +389,23 @@ class TableEncoder:
         return "; ".join(lines)
 
 
+def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
+    """``X[columns]`` as floats; text where the training rows had numbers names its cell."""
+    try:
+        return X[columns].astype(float)
+    except (TypeError, ValueError):
+        for c in columns:
+            col = X[c]
+            bad = (pd.to_numeric(col, errors="coerce").isna() & col.notna()).to_numpy()
+            if bad.any():
+                pos = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"column {c!r} of the {what} holds {_plain(col.iloc[pos])!r} in row "
+                    f"{X.index[pos]}, but it is numeric in the training rows: give numbers "
+                    "there too (or text in both).") from None
+        raise
+
+
 def _check_finite(num: pd.DataFrame) -> None:
     """Refuse inf in a numeric column, naming the column and the row (its label)."""
     values = num.to_numpy()
@@ -365,6 +427,8 @@ def holdout_split(
     class for classification when every class has enough rows, else random.
     """
     val_f, test_f = fractions
+    for value, name in ((val_f, "val_fraction"), (test_f, "test_fraction")):
+        check_number(value, name, hint="It is a share of the rows, e.g. 0.25.")
     if not 0 < val_f < 1 or not 0 <= test_f < 1 or val_f + test_f >= 1:
         raise ParameterError(
             f"`val_fraction` {val_f} and `test_fraction` {test_f} must be in (0, 1) and [0, 1) "

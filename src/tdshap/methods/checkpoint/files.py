@@ -36,6 +36,7 @@ from tdshap.utility.base import Utility
 FORMAT = "tdshap.Checkpoint"
 FORMAT_VERSION = 1
 _META = "__meta__"
+_ZIP_MAGIC = b"PK\x03\x04"  # an .npz file is a zip archive
 
 
 class CheckpointError(ValueError):
@@ -73,11 +74,20 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}.")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        with open(path, "rb") as fh:  # closed even when numpy gives up half way
+            if fh.read(4) != _ZIP_MAGIC:
+                raise CheckpointError(f"{path} is not a tdshap checkpoint (not an .npz "
+                                      "archive).")
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
         meta = json.loads(arrays.pop(_META).tobytes().decode())
+    except CheckpointError:
+        raise
     except Exception as exc:
-        raise CheckpointError(f"{path} is not a tdshap checkpoint ({exc}).") from None
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(f"{path} is not a tdshap checkpoint (damaged: {detail}).") \
+            from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise CheckpointError(f"{path} is not a tdshap checkpoint (format {found!r}).")
