@@ -538,6 +538,8 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
     (["--model", ""], ("unknown model ''",)),
     (["--metric", "r2"], ("--metric 'r2' is for regression", "task is classification")),
     (["--metric", "roc_auc"], ("--metric 'roc_auc' cannot score", "multi_class")),
+    (["--metric", "nonsense"], ("--metric 'nonsense' is not a known metric",
+                                "get_scorer_names")),
     (["--method", "tdshap", "--n-min", "0"], ("n_min=0 rows", "--n-min to at least 5")),
     (["--time-budget", "0.001"], ("first pass", "--time-budget")),
 ])

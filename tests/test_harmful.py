@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -154,7 +155,16 @@ def test_encoder_one_hot_rule_and_unseen_levels() -> None:
     many_cols = [n for n in names if n.startswith("many_")]
     assert len(many_cols) == MAX_LEVELS and "many_infrequent_sklearn" in many_cols
     new = pd.DataFrame({"num": [1.0], "few": ["zzz"], "many": ["never-seen"]})
-    row = enc.transform(new)[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        row = enc.transform(new, "test data")[0]
+    said = [str(w.message) for w in caught]
+    assert len(said) == 2 and said[0].startswith(
+        "column 'few' of the test data holds no value the training rows have ('zzz'")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one known value in each column: nothing to say
+        enc.transform(pd.DataFrame({"num": [1.0, 2.0], "few": ["zzz", "a"],
+                                    "many": ["never-seen", "L01"]}))
     assert row[0] == pytest.approx((1.0 - 29.5) / np.arange(60.0).std())  # standardised
     assert row[1:4].sum() == 0  # unseen few-level: all zeros
     assert row[names.index("many_infrequent_sklearn")] == 1.0  # unseen many-level: infrequent

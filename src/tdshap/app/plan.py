@@ -94,7 +94,14 @@ def _check_metric(metric: Any, data: PreparedData) -> None:
     from tdshap.utility.base import describe_error, fallback_model
     from tdshap.utility.metrics import metric_task, resolve_metric
 
-    spec = resolve_metric(metric)
+    try:
+        spec = resolve_metric(metric)
+    except ValueError:
+        raise ParameterError(f"`metric` {metric!r} is not a known metric: use accuracy, "
+                             "neg_mae, neg_mse, r2 or another scikit-learn scorer name "
+                             "(sklearn.metrics.get_scorer_names()); from Python also a "
+                             "callable f(y_true, y_pred) -> float, higher is better.",
+                             "metric") from None
     task = metric_task(spec)
     if task is not None and task != data.task:
         usual = "accuracy" if data.task == "classification" else "neg_mae"

@@ -32,6 +32,7 @@ Missing values
 from __future__ import annotations
 
 import csv
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,9 +372,22 @@ class TableEncoder:
                     f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
             parts.append(scaled)
         if self.categorical_:
-            cat = X[self.categorical_].astype(object)
-            parts.append(self._onehot.transform(self._filled_text(cat)))
+            text = self._filled_text(X[self.categorical_].astype(object))
+            self._warn_unseen(text, what)
+            parts.append(self._onehot.transform(text))
         return np.hstack(parts) if parts else np.empty((len(X), 0))
+
+    def _warn_unseen(self, text: np.ndarray, what: str) -> None:
+        """A text column none of whose values the training rows have: all encoded as zeros."""
+        for j, c in enumerate(self.categorical_):
+            column = text[:, j]
+            if len(column) and not np.isin(column, self.levels_[c]).any():
+                shown = ", ".join(repr(str(v)) for v in pd.unique(column)[:3])
+                warnings.warn(f"column {c!r} of the {what} holds no value the training rows "
+                              f"have ({shown}, ...; training: "
+                              f"{', '.join(repr(v) for v in self.levels_[c][:3])}, ...): "
+                              "every row of it is encoded as an unknown level.",
+                              UserWarning, stacklevel=3)
 
     def describe(self) -> str:
         """One line per categorical column: how it was encoded."""
