@@ -378,7 +378,8 @@ class TableEncoder:
         return np.hstack(parts) if parts else np.empty((len(X), 0))
 
     def _warn_unseen(self, text: np.ndarray, what: str) -> None:
-        """A text column none of whose values the training rows have: all encoded as zeros."""
+        """Warn of a text column none of whose values the training rows have (every row
+        of it encoded as an unknown level: zeros, or the shared rare-level column)."""
         for j, c in enumerate(self.categorical_):
             column = text[:, j]
             if len(column) and not np.isin(column, self.levels_[c]).any():

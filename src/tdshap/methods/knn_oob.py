@@ -36,7 +36,7 @@ a little less than chance, and only the second is a row the models agree
 against. So the result's intervals are those of the mean of the out-of-bag
 draws that ``evidence_bags`` sampled bags would give each row (``B / e`` of
 them), with each row's own bag-to-bag variance, computed exactly
-(:func:`bag_reward_variances`: the reward is a weighted count of the slots
+(:func:`bag_reward_moments`: the reward is a weighted count of the slots
 that carry the row's label, and the joint moments of the slots each list
 position holds are the same for every row). "Credibly below tau"
 (``is_credibly_harmful``, the cut's eligible rows) then means what it means
@@ -124,20 +124,19 @@ def slot_count_moments(k: int, depth: int) -> np.ndarray:
     return Q
 
 
-def bag_reward_variances(same: np.ndarray, k: int) -> np.ndarray:
-    """Variance, over Poissonized bags, of each row's out-of-bag reward.
+def bag_reward_moments(same: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(mean, variance, tail)`` over Poissonized bags of each row's out-of-bag reward.
 
     ``same[i, m]``: the (m+1)-th nearest other row of row ``i`` carries row
     ``i``'s label. Bags whose k slots are not all filled within the list
-    (probability ``tail`` of :func:`slot_weights`) are scaled out as the
-    values scale them.
+    (probability ``tail`` of :func:`slot_weights`) are scaled out.
     """
     depth = same.shape[1]
-    W, _ = slot_weights(k, depth)
+    W, tail = slot_weights(k, depth)
     a = same.astype(float)
     mean = a @ W / W.sum()
     second = ((a @ slot_count_moments(k, depth)) * a).sum(axis=1) / k**2 / W.sum()
-    return np.maximum(second - mean**2, 0.0)
+    return mean, np.maximum(second - mean**2, 0.0), tail
 
 
 class KNNOutOfBag(DirectValuation):
@@ -213,10 +212,8 @@ class KNNOutOfBag(DirectValuation):
         except NotEligible as why:
             raise ValueError(f"KNNOutOfBag cannot use this model: {why}") from None
         k = lists.k
-        W, tail = slot_weights(k, lists.depth)
         same = lists.codes[lists.index] == lists.codes[:, None]
-        values = same @ W / W.sum()
-        variances = bag_reward_variances(same, k)
+        values, variances, tail = bag_reward_moments(same, k)
         self.n_neighbors_ = k
         draws = max(2, round(self.evidence_bags * np.exp(-1.0)))
         self._finish(values=values, counts=np.full(len(ya), draws, dtype=np.int64),
