@@ -39,6 +39,7 @@ from tdshap.app.tabular import is_parquet, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import read_checkpoint
+from tdshap.utility.fast.approximate_search import SEARCHES
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
 #: The library's parameter names and the options that set them (for its error messages).
@@ -49,7 +50,8 @@ FLAGS = {
     "max_failed_fraction": "--max-failed-fraction", "impute": "--impute",
     "val_fraction": "--val-fraction", "test_fraction": "--test-fraction", "X_val": "--val",
     "eps": "--eps", "tau": "--tau", "max_iter": "--max-iter",
-    "checkpoint_every": "--checkpoint-every",
+    "checkpoint_every": "--checkpoint-every", "method": "--method", "resume": "--resume",
+    "neighbor_search": "--neighbor-search",
 }
 
 
@@ -133,6 +135,12 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      "out-of-bag rewards) for every model; knn_oob: a k-NN classifier's "
                      "out-of-bag values in closed form; tdshap: the paper's TDShap with "
                      "--metric."),
+        click.option("--neighbor-search", type=click.Choice(SEARCHES), default="exact",
+                     show_default=True,
+                     help="k-NN neighbour lists of the valuation: exact (brute force, grows "
+                     "with N squared) or approximate (a graph index, grows about N log N; "
+                     "for 100,000 rows and more; needs pip install 'tdshap[scale]'). "
+                     "Cleansing always searches exactly."),
         click.option("--tau", type=AutoOr(), default="auto", show_default=True,
                      help="Threshold in the valuation's units; auto: 1 / number of "
                      "classes (thresholding Data-OOB, classification), a robust outlier cut "
@@ -313,7 +321,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                    given=given, checkpoint=checkpoint, checkpoint_every=opts["checkpoint_every"],
                    resume=opts["resume"], allow_import=tuple(opts["allow_import"]),
                    max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
-                   cut=opts["cut"].replace("-", "_"))
+                   cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"])
     click.echo(checked.estimate.line(opts["time_budget"]))
     about = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
              "train": str(train), "target": target}

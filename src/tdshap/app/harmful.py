@@ -248,6 +248,7 @@ def find_harmful(
     cleanse: bool = True,
     method: str = "auto",
     cut: str = "one_se",
+    neighbor_search: str = "exact",
     random_state: int = 0,
     progress: bool = False,
 ) -> HarmfulRows:
@@ -290,6 +291,11 @@ def find_harmful(
         validation gain beats its bootstrap noise, and only rows whose value
         is credibly below tau; ``"paper"`` the best validation score (the
         paper's protocol, which on clean data removes many rows).
+    neighbor_search:
+        For a k-NN valued by ``"auto"``/``"tdoob"``/``"knn_oob"``: ``"exact"``
+        (default: brute force, grows with N squared) or ``"approximate"`` (a
+        graph index, grows about N log N; for 100,000 rows and more; needs
+        ``pip install 'tdshap[scale]'``). Cleansing always searches exactly.
 
     Returns
     -------
@@ -320,8 +326,10 @@ def find_harmful(
         given.add("method")
     if cut != "one_se":
         given.add("cut")
+    if neighbor_search != "exact":
+        given.add("neighbor_search")
     options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
     result = run(data, estimator, metric=metric, options=options, seed=random_state,
                  do_cleanse=cleanse, progress=progress, given=given, method=method,
-                 cut=cut)
+                 cut=cut, neighbor_search=neighbor_search)
     return HarmfulRows(result.frame(), result)

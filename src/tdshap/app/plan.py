@@ -29,6 +29,7 @@ from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
 from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
+from tdshap.utility.fast.approximate_search import check_search
 
 
 def _auto_note(value: Any, rule: str) -> str:
@@ -231,6 +232,11 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
 #: rows predicted (and searched) when timing a bag before the run; the per-row cost is
 #: extrapolated to N, so a few hundred rows time it while costing little on small data
 ESTIMATE_SAMPLE = 256
+#: rows an approximate search is timed on before the run (its graph's cost is scaled to
+#: N by N log N)
+APPROXIMATE_SAMPLE = 4096
+#: an exact search estimated longer than this suggests the approximate one
+SUGGEST_APPROXIMATE_S = 60.0
 #: share of rows a bootstrap bag leaves out (1/e)
 OUT_OF_BAG = 0.368
 
@@ -250,6 +256,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     from tdshap.cleansing import removal_grid
     from tdshap.methods.knn_oob import knn_step
     from tdshap.utility.base import describe_error
+    from tdshap.utility.fast.approximate_search import INSTALL_HINT
     from tdshap.utility.fast.base import one_thread_if_small
     from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_path_problem
 
@@ -284,30 +291,62 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                               f"({errors[0]}): fix the model or its parameters.")
     refit_bag = fit_s + predict_s * out_rows
     refit_cleansing = grid * (fit_s + predict_s * held)
-    problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path)
+    problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path,
+                                                    X.shape[1], valuer.neighbor_search)
     if problem is not None:
         return CostEstimate(refit_bag, bags, init, grid, 2, path=f"refit every bag: {problem}",
                             cleansing_seconds=refit_cleansing)
     # the closed form takes a Pipeline ending in a k-NN (its steps transform X first):
     # timed on its k-NN and the raw rows
     searched = knn_step(estimator) if closed else estimator
+    approximate = valuer.neighbor_search == "approximate"
+    if approximate:
+        # a graph over a sample of rows, scaled by N log N (the graph's cost): the
+        # queries' lists index the sample, so the bag below is drawn over it
+        part = np.sort(rng.choice(n, size=min(n, APPROXIMATE_SAMPLE), replace=False))
+        m = len(part)
+        t0 = time.perf_counter()
+        lists = NeighborLists(searched, X[part], y[part], search="approximate")
+        growth = n * np.log(max(n, 2)) / (m * np.log(max(m, 2)))
+        search_s = (time.perf_counter() - t0) * growth
+        scored, truth, drawn = np.arange(min(m, len(sample))), y[part], m
+    else:
+        t0 = time.perf_counter()
+        lists = NeighborLists(searched, X, y, queries=X[sample])
+        search_s = (time.perf_counter() - t0) / len(sample) * n
+        scored, truth, drawn = np.arange(len(sample)), y[sample], n
+    counts = np.bincount(rng.choice(drawn, size=drawn, replace=True), minlength=drawn)
     t0 = time.perf_counter()
-    lists = NeighborLists(searched, X, y, queries=X[sample])
-    search_per_row = (time.perf_counter() - t0) / len(sample)
-    counts = np.bincount(rng.choice(n, size=n, replace=True), minlength=n)
-    t0 = time.perf_counter()
-    lists.row_scores(counts, np.arange(len(sample)), y[sample], "true_class_proba"
-                     if closed else valuer.row_metric())
-    per_row = (time.perf_counter() - t0) / len(sample)
-    cleansing = grid * per_row * held + search_per_row * held
+    lists.row_scores(counts, scored, truth[scored],
+                     "true_class_proba" if closed else valuer.row_metric())
+    per_row = (time.perf_counter() - t0) / len(scored)
+    # the cleansing cuts search their validation/test rows exactly (the scores a user
+    # reads are their model's): brute force over the N rows
+    exact_per_row = search_s / n if not approximate else _exact_search_per_row(
+        searched, X, y, sample)
+    cleansing = grid * per_row * held + exact_per_row * held
     then = ("the out-of-bag values in closed form, no bag" if closed
             else "no refit per bag")
+    how = ("approximate: a graph index, cost grows about N log N" if approximate
+           else "brute force, cost grows with N squared")
+    hint = ""
+    if not approximate and search_s > SUGGEST_APPROXIMATE_S:
+        hint = f" (`neighbor_search` 'approximate' grows about N log N; {INSTALL_HINT})"
     return CostEstimate(
         per_row * out_rows, bags, init, grid, 2,
-        path=(f"k-NN neighbour lists, searched once for the {n:,} rows (brute force, "
-              f"cost grows with N squared), then {then}"),
-        setup_seconds=search_per_row * n, cleansing_seconds=cleansing,
+        path=(f"k-NN neighbour lists, searched once for the {n:,} rows ({how}){hint}, "
+              f"then {then}"),
+        setup_seconds=search_s, cleansing_seconds=cleansing,
         refit_seconds=None if closed else bags * refit_bag + refit_cleansing)
+
+
+def _exact_search_per_row(estimator: Any, X: np.ndarray, y: np.ndarray,
+                          sample: np.ndarray) -> float:
+    from tdshap.utility.fast.neighbor_lists import NeighborLists
+
+    t0 = time.perf_counter()
+    NeighborLists(estimator, X, y, queries=X[sample])
+    return (time.perf_counter() - t0) / len(sample)
 
 
 def plan(
@@ -328,6 +367,7 @@ def plan(
     max_failed_fraction: float = DEFAULT_MAX_FAILED_FRACTION,
     method: str = "auto",
     cut: str = "one_se",
+    neighbor_search: str = "exact",
 ) -> RunPlan:
     """Check everything a run needs, time a few fits, and start nothing.
 
@@ -357,9 +397,14 @@ def plan(
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)
     check_rule(cut)
+    try:
+        check_search(neighbor_search)
+    except ValueError as err:
+        raise ParameterError(str(err).replace("neighbor_search=", "`neighbor_search` "),
+                             "neighbor_search") from None
     valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
                          {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
-                          "resume": True if resume else None})
+                          "resume": True if resume else None}, neighbor_search)
     if o.time_budget is not None and o.time_budget <= 0:
         raise ParameterError(f"time_budget={o.time_budget} must be > 0 seconds.",
                              "time_budget")
@@ -443,6 +488,10 @@ def execute(p: RunPlan) -> HarmfulRun:
                                     "the rows are valued with it; cleansing and scores use "
                                     "the metric above"),
         **_method_settings(p.method, valuer, o, given),
+        "neighbor_search": Setting(getattr(valuer, "neighbor_search", None),
+                                   "neighbor_search" in given,
+                                   "k-NN neighbour lists: exact (brute force) or approximate "
+                                   "(a graph index)"),
         "time_budget": Setting(o.time_budget, o.time_budget is not None, "seconds, then stop"),
         "max_failed_fraction": Setting(p.max_failed_fraction, "max_failed_fraction" in given,
                                        "share of a stage's fits that may fail"),

@@ -144,8 +144,9 @@ def cost_line(run: HarmfulRun) -> str:
     r = run.result
     grid = 0 if run.cleansing is None else len(run.cleansing.grid)
     fast = r.extra.get("fast_path")
-    how = (f"{r.n_evaluations:,} evaluations by the exact {fast} fast path, {r.n_fits:,} refits"
-           if fast else f"{r.n_fits:,} fits")
+    kind = "approximate" if r.extra.get("neighbor_search") == "approximate" else "exact"
+    how = (f"{r.n_evaluations:,} evaluations by the {kind} {fast} fast path, {r.n_fits:,} "
+           "refits" if fast else f"{r.n_fits:,} fits")
     listed = run.cleansing is not None and "neighbour lists" in str(
         run.cleansing.extra.get("path_note"))
     cuts = f"{grid} cuts from the k-NN neighbour lists" if listed else f"{grid} fits"

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tdshap._validation import ParameterError
 from tdshap.methods import KNNOutOfBag, TDShap
 from tdshap.methods.knn_oob import closed_form_problem
 from tdshap.methods.tdoob import ThresholdingOOB
@@ -69,18 +70,21 @@ def choose_method(estimator: Any, method: str) -> tuple[str, str]:
 
 
 def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
-                options: Any, seed: int, progress: bool, tdshap_extra: dict[str, Any]) -> Valuer:
+                options: Any, seed: int, progress: bool, tdshap_extra: dict[str, Any],
+                neighbor_search: str = "exact") -> Valuer:
     """The valuation estimator for ``find_harmful``'s settings.
 
     ``metric`` is the user's metric (used to cleanse and to report);
     the valuation may use a smoother one, named in :attr:`Valuer.metric`.
     ``given`` names the settings the user chose; ``tdshap_extra`` holds
-    TDShap-only parameters (checkpointing).
+    TDShap-only parameters (checkpointing). ``neighbor_search`` is the bagging
+    methods' k-NN neighbour search (``"exact"`` or ``"approximate"``).
     """
     metric_given = "metric" in given
     chosen, why = choose_method(estimator, method)
     if chosen == "knn_oob":
-        closed = KNNOutOfBag(estimator, tau=options.tau, random_state=seed, progress=progress)
+        closed = KNNOutOfBag(estimator, tau=options.tau, random_state=seed, progress=progress,
+                             neighbor_search=neighbor_search)
         return Valuer(closed, chosen, "true_class_proba", why)
     if chosen == "tdoob":
         row_metric = metric if metric in ("neg_mae", "neg_mse", "accuracy") and metric_given \
@@ -88,8 +92,14 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
         valuer = ThresholdingOOB(estimator, row_metric, tau=options.tau, eps=options.eps,
                                  k=options.k, max_iter=options.max_iter if "max_iter" in given
                                  else TDOOB_BAGS, time_budget=options.time_budget,
-                                 random_state=seed, progress=progress)
+                                 random_state=seed, progress=progress,
+                                 neighbor_search=neighbor_search)
         return Valuer(valuer, chosen, valuer.row_metric(), why)
+    if neighbor_search != "exact":
+        raise ParameterError("`neighbor_search` 'approximate' serves the bagging methods "
+                             "(`method` 'auto', 'tdoob' or 'knn_oob'); TDShap's k-NN fast "
+                             "path is exact: leave `neighbor_search` 'exact'.",
+                             "neighbor_search", "method")
     value_metric = metric
     valuer = TDShap(estimator, value_metric, tau=options.tau, eps=options.eps, k=options.k,
                     n_min=options.n_min, max_iter=options.max_iter,

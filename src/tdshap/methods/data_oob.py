@@ -25,6 +25,7 @@ from sklearn.base import clone
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
+from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_lists
 from tdshap.utility.metrics import row_scores
@@ -119,6 +120,9 @@ class DataOOB(DirectValuation):
         process) instead of refitting every bag: the same values (bit for
         bit for classification). ``extra["fast_path"]`` / ``extra["path_note"]``
         say which path ran and why. ``False``: always refit.
+    neighbor_search:
+        ``"exact"`` or ``"approximate"`` (a graph index, for 100,000 rows and
+        more): see :class:`~tdshap.methods.tdoob.ThresholdingOOB`.
 
     Attributes
     ----------
@@ -148,6 +152,7 @@ class DataOOB(DirectValuation):
         random_state: Any = None,
         progress: bool = False,
         fast_path: bool = True,
+        neighbor_search: str = "exact",
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -159,6 +164,7 @@ class DataOOB(DirectValuation):
         self.random_state = random_state
         self.progress = progress
         self.fast_path = fast_path
+        self.neighbor_search = neighbor_search
 
     def _threshold(self, values: np.ndarray) -> float:
         if self.tau != "auto":
@@ -177,6 +183,7 @@ class DataOOB(DirectValuation):
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
         check_number(self.n_estimators, "n_estimators", low=1, integer=True)
+        check_search(self.neighbor_search)
         task = self._resolve_task(ya, self.estimator)
         self._check_fixed_metric(task, _METRICS)
         if task == "regression" and ya.dtype.kind not in "biuf":
@@ -193,7 +200,8 @@ class DataOOB(DirectValuation):
             prepared = prepare_estimator(estimator, Xa, ya, int(rng.integers(2**31)))
             head = prepared.utility_class(prepared, "accuracy", Xa, ya, Xa, ya)
             estimator, Xa = head.estimator, head.X
-        lists, note = oob_lists(estimator, Xa, ya, self.fast_path)
+        lists, note = oob_lists(estimator, Xa, ya, self.fast_path,
+                                search=self.neighbor_search)
         if lists is not None:  # a bag is a few array operations: no worker would pay
             bags = [_bag_scores(estimator, Xa, ya, int(s), classifier, self.on_error,
                                 lists) for s in seeds]
@@ -224,6 +232,7 @@ class DataOOB(DirectValuation):
                             "fallback_bags": fallbacks,
                             "fast_path": None if lists is None else "kneighbors lists",
                             "path_note": note,
+                            "neighbor_search": None if lists is None else self.neighbor_search,
                             "refit_rows": None if lists is None else sum(r for *_, r in bags),
                             # out-of-bag scores: the validation rows judge the cut unbiased
                             "validation_free": True})

@@ -58,6 +58,7 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
+from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
 from tdshap.utility.fast.neighbor_lists import NeighborLists, check_eligible
 
@@ -156,6 +157,10 @@ class KNNOutOfBag(DirectValuation):
         (each row out of ``evidence_bags / e`` of them; module docstring);
         200, thresholding Data-OOB's default budget. More bags: narrower
         intervals, more rows credibly below ``tau``.
+    neighbor_search:
+        ``"exact"`` (the default; values exact) or ``"approximate"`` (a graph
+        index, for 100,000 rows and more: each row's list may miss a true
+        neighbour now and then; :mod:`tdshap.utility.fast.approximate_search`).
     random_state:
         Accepted for a common interface; the values are exact and deterministic.
 
@@ -174,13 +179,14 @@ class KNNOutOfBag(DirectValuation):
 
     def __init__(self, estimator: Any = None, metric: Any = None, tau: float | str = "auto",
                  evidence_bags: int = 200, random_state: Any = None,
-                 progress: bool = False) -> None:
+                 progress: bool = False, neighbor_search: str = "exact") -> None:
         self.estimator = estimator
         self.metric = metric
         self.tau = tau
         self.evidence_bags = evidence_bags
         self.random_state = random_state
         self.progress = progress
+        self.neighbor_search = neighbor_search
 
     def _threshold(self, values: np.ndarray) -> float:
         if self.tau == "auto":
@@ -191,6 +197,7 @@ class KNNOutOfBag(DirectValuation):
         """Value every row of ``(X, y)``; ``X_val``/``y_val`` are accepted and unused."""
         Xa, ya = self._start(X, y)
         check_number(self.evidence_bags, "evidence_bags", low=3, integer=True)
+        check_search(self.neighbor_search)
         estimator = KNeighborsClassifier(5) if self.estimator is None else self.estimator
         problem = closed_form_problem(estimator)
         if problem:
@@ -208,10 +215,11 @@ class KNNOutOfBag(DirectValuation):
         if len(ya) < 2:
             raise ValueError("KNNOutOfBag needs at least two rows (each is valued by the others).")
         try:
-            lists = NeighborLists(model, Xa, ya)
+            lists = NeighborLists(model, Xa, ya, search=self.neighbor_search)
         except NotEligible as why:
             raise ValueError(f"KNNOutOfBag cannot use this model: {why}") from None
         k = lists.k
+        approx = "approximate, " if self.neighbor_search == "approximate" else ""
         same = lists.codes[lists.index] == lists.codes[:, None]
         values, variances, tail = bag_reward_moments(same, k)
         self.n_neighbors_ = k
@@ -222,8 +230,9 @@ class KNNOutOfBag(DirectValuation):
                             "task": "classification", "depth": lists.depth,
                             "tail_weight": tail, "validation_free": True,
                             "search_seconds": lists.search_seconds,
-                            "path_note": (f"k-NN neighbour lists ({lists.depth} nearest rows "
-                                          f"of each row, searched once in "
+                            "neighbor_search": self.neighbor_search,
+                            "path_note": (f"k-NN neighbour lists ({approx}{lists.depth} "
+                                          "nearest rows of each row, searched once in "
                                           f"{lists.search_seconds:.1f} s): the out-of-bag "
                                           "values in closed form, no bag")})
         return self

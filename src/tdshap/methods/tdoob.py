@@ -55,6 +55,7 @@ from tdshap.methods.progress import RunProgress
 from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
 from tdshap.result import ValuationResult
 from tdshap.utility.base import Utility, random_state_params
+from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.neighbor_lists import oob_lists
 from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA, row_scores
@@ -105,6 +106,14 @@ class ThresholdingOOB(BaseValuation):
         ``extra["fast_path"]`` names the path taken and ``extra["path_note"]``
         why (for other models, or lists over the memory budget: every bag
         is refitted, and the note says so). ``False``: always refit.
+    neighbor_search:
+        How the neighbour lists are searched: ``"exact"`` (brute force, the
+        rewards a refit gives; cost grows with N squared) or ``"approximate"``
+        (a graph index, cost about N log N, for 100,000 rows and more; a list
+        may miss a true neighbour now and then, so rewards are a k-NN's on the
+        rows found; needs ``pip install 'tdshap[scale]'``;
+        :mod:`tdshap.utility.fast.approximate_search`). Recorded in
+        ``extra["neighbor_search"]``.
     backend:
         Where the neighbour lists are searched (the part of a large k-NN run that
         grows with N squared): ``"loky"`` (the default) here; ``"dask"`` (the
@@ -137,6 +146,7 @@ class ThresholdingOOB(BaseValuation):
         fast_path: bool = True,
         backend: Any = "loky",
         per_row_bags: bool = False,
+        neighbor_search: str = "exact",
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -152,6 +162,7 @@ class ThresholdingOOB(BaseValuation):
         self.progress = progress
         self.fast_path = fast_path
         self.per_row_bags = per_row_bags
+        self.neighbor_search = neighbor_search
         self.backend = backend
 
     seed_mode = "chain"  # read by the common checks; bags draw their own seeds
@@ -179,6 +190,7 @@ class ThresholdingOOB(BaseValuation):
                 raise ValueError(f"k={self.k!r} must be 'auto' or a whole number in 1..N-1 "
                                  f"(N={n}).")
             self.k_ = int(self.k)
+        check_search(self.neighbor_search)
         self._stop: StoppingCriterion = build_stopping(max_rounds=self.max_iter,
                                                        time_budget=self.time_budget)
 
@@ -194,7 +206,8 @@ class ThresholdingOOB(BaseValuation):
         start = time.perf_counter()
         try:
             self._lists, self.path_note_ = oob_lists(utility.estimator, utility.X, utility.y,
-                                                     self.fast_path, self._executor)
+                                                     self.fast_path, self._executor,
+                                                     self.neighbor_search)
             self.refit_rows_ = 0
             self.fast_path_used_ = None if self._lists is None else "kneighbors lists"
             state = self._run(utility, rng, start)
@@ -366,6 +379,7 @@ class ThresholdingOOB(BaseValuation):
                    # per-row bags need the lists: a refitted run says it did not use them
                    "per_row_bags": bool(self.per_row_bags and self.fast_path_used_),
                    "path_note": self.path_note_, "refit_rows": self.refit_rows_,
+                   "neighbor_search": self.neighbor_search if self.fast_path_used_ else None,
                    "unpulled": int(np.sum(state.counts == 0)),
                    # out-of-bag rewards: the validation rows judge the cut unbiased
                    "validation_free": True,

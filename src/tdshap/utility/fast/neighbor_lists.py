@@ -40,6 +40,12 @@ regression to rounding (the mean of the k targets in distance order, but rows
 at exactly the same distance inside the k slots may be summed in another order
 than scikit-learn's search leaves them, which moves the last bits).
 
+Approximate lists (``search="approximate"``, opt-in) take their candidates from a
+graph index instead of brute force, so their cost grows about as N log N, not N
+squared; a list may then miss a true neighbour, and predictions are a k-NN's on
+the rows found rather than always a refit's
+(:mod:`tdshap.utility.fast.approximate_search`).
+
 Memory: ``12 x queries x depth`` bytes for the lists (int32 rows, float64
 distances), checked against the memory budget
 (:mod:`tdshap.utility.fast.budget`) before the search starts; the search
@@ -57,6 +63,12 @@ from sklearn import config_context
 from sklearn.base import clone, is_classifier
 from sklearn.neighbors import NearestNeighbors
 
+from tdshap.utility.fast.approximate_search import (
+    CANDIDATE_MARGIN,
+    candidate_rows,
+    check_search,
+    index_bytes,
+)
 from tdshap.utility.fast.base import NotEligible, one_thread_if_small
 from tdshap.utility.fast.budget import memory_budget, over_budget
 from tdshap.utility.fast.neighbors import EPS, TIE_MARGIN, neighbors_parameters
@@ -115,11 +127,18 @@ class NeighborLists:
         A ``dask.distributed.Client``: the blocks of query rows are searched on
         its workers (the training rows are scattered once); ``None``: here.
         The lists are the same either way (each block is the same computation).
+    search:
+        ``"exact"`` (brute force: predictions are a refit's, cost grows with N
+        squared) or ``"approximate"`` (a graph index, cost about N log N, a true
+        neighbour now and then missed; always in this process: see
+        :mod:`tdshap.utility.fast.approximate_search`).
     """
 
     def __init__(self, estimator: Any, X: np.ndarray, y: np.ndarray,
                  queries: np.ndarray | None = None, depth: int | None = None,
-                 budget: int | None = None, client: Any = None) -> None:
+                 budget: int | None = None, client: Any = None,
+                 search: str = "exact") -> None:
+        self.search = check_search(search)
         self.k = check_eligible(estimator)
         self.estimator = estimator
         self.classifier = is_classifier(estimator)
@@ -136,8 +155,7 @@ class NeighborLists:
         self.depth = max(1, min(wanted, available))
         self.budget = memory_budget() if budget is None else int(budget)
         self.bytes = ENTRY_BYTES * m * self.depth
-        why = over_budget(f"the neighbour lists of {m:,} rows x {self.depth} entries",
-                          self.bytes, self.budget)
+        why = _memory_problem(m, n, self.depth, X.shape[1], search, self.budget)
         if why:
             raise NotEligible(why + ".")
         if self.classifier:
@@ -163,6 +181,8 @@ class NeighborLists:
         m = len(Q)
         # scikit-learn chunks each block's distances by working_memory (MiB)
         working = max(16, min(1024, self.budget // 4 // 2**20))
+        if self.search == "approximate":
+            return _approximate_lists(X, Q, self.depth, self.exclude_self, working)
         blocks = [(lo, min(m, lo + SEARCH_BLOCK)) for lo in range(0, m, SEARCH_BLOCK)]
         if client is None:
             parts = [_search_block(X, Q, lo, hi, self.depth, self.exclude_self, working)
@@ -264,9 +284,10 @@ class NeighborLists:
         return np.where(ok, scores, np.nan), ~ok
 
 
-def oob_path_problem(estimator: Any, n: int, fast_path: Any) -> str | None:
-    """Why a bagging run on ``n`` rows would refit every bag, or None when the
-    out-of-bag neighbour lists apply (checked without searching)."""
+def oob_path_problem(estimator: Any, n: int, fast_path: Any, d: int = 0,
+                     search: str = "exact") -> str | None:
+    """Why a bagging run on ``n`` rows of ``d`` features would refit every bag, or None
+    when the out-of-bag neighbour lists apply (checked without searching)."""
     if not fast_path:
         return "fast_path=False"
     try:
@@ -274,29 +295,42 @@ def oob_path_problem(estimator: Any, n: int, fast_path: Any) -> str | None:
     except NotEligible as why:
         return str(why)
     depth = max(1, min(oob_depth(k), n - 1))
-    return over_budget(f"the neighbour lists of {n:,} rows x {depth} entries",
-                       ENTRY_BYTES * n * depth)
+    return _memory_problem(n, n, depth, d, search)
+
+
+def _memory_problem(m: int, n: int, depth: int, d: int, search: str,
+                    budget: int | None = None) -> str | None:
+    """Why the lists of ``m`` queries (and, searched approximately, the graph of the ``n``
+    training rows) cannot be held, or None."""
+    graph = search == "approximate"
+    held = ENTRY_BYTES * m * depth + (index_bytes(n, d) if graph else 0)
+    return over_budget(f"the neighbour lists of {m:,} rows x {depth} entries"
+                       + (" and their search graph" if graph else ""), held, budget)
 
 
 def oob_lists(estimator: Any, X: np.ndarray, y: np.ndarray, fast_path: Any,
-              executor: Any = None) -> tuple[NeighborLists | None, str]:
+              executor: Any = None, search: str = "exact") -> tuple[NeighborLists | None, str]:
     """Out-of-bag neighbour lists when ``fast_path`` is on and they apply, and a line
     saying which path a bagging method takes and why (never a silent refit).
     ``executor``: a :class:`~tdshap.utility.parallel.DaskExecutor` searches the
-    blocks of rows on its cluster's workers; anything else searches here."""
+    blocks of rows on its cluster's workers (exact search only); anything else
+    searches here. ``search``: see :class:`NeighborLists`."""
     from tdshap.utility.parallel import DaskExecutor
 
     if not isinstance(fast_path, bool | np.bool_):
         raise ValueError(f"fast_path={fast_path!r} must be True or False.")
     if not fast_path:
         return None, "refit every bag (fast_path=False)"
-    dask = executor if isinstance(executor, DaskExecutor) else None
+    dask = executor if isinstance(executor, DaskExecutor) and search == "exact" else None
     try:
-        lists = NeighborLists(estimator, X, y, client=None if dask is None else dask.client)
+        lists = NeighborLists(estimator, X, y, client=None if dask is None else dask.client,
+                              search=search)
     except NotEligible as why:
         return None, f"refit every bag: {why}"
     where = "" if dask is None else f" on {dask.n_workers} Dask workers"
-    return lists, (f"k-NN neighbour lists ({lists.depth} nearest rows of each row, "
+    how = ("approximate: a graph index's candidates re-sorted by exact distance, "
+           if search == "approximate" else "")
+    return lists, (f"k-NN neighbour lists ({how}{lists.depth} nearest rows of each row, "
                    f"searched once{where} in {lists.search_seconds:.1f} s, "
                    f"{lists.bytes / 2**20:.0f} MiB): no refit per bag")
 
@@ -400,15 +434,49 @@ def _search_block(X: np.ndarray, Q: np.ndarray, lo: int, hi: int, depth: int,
                   exclude_self: bool, working: int) -> tuple[np.ndarray, np.ndarray]:
     """The sorted lists of the query rows ``Q[lo:hi]`` (row numbers, exact squared
     distances; ties by row number). Runs in this process or on a Dask worker."""
+    return _search_rows(X, Q, np.arange(lo, hi), depth, exclude_self, working)
+
+
+def _search_rows(X: np.ndarray, Q: np.ndarray, rows: np.ndarray, depth: int,
+                 exclude_self: bool, working: int) -> tuple[np.ndarray, np.ndarray]:
     extra = 1 if exclude_self else 0
     search = NearestNeighbors(n_neighbors=depth + extra, algorithm="brute").fit(X)
-    with config_context(working_memory=working), one_thread_if_small((hi - lo) * X.size):
-        found = search.kneighbors(Q[lo:hi], return_distance=False)
+    with config_context(working_memory=working), one_thread_if_small(len(rows) * X.size):
+        found = search.kneighbors(Q[rows], return_distance=False)
     if extra:
-        found = _drop_self(found, np.arange(lo, hi))
-    diff = X[found] - Q[lo:hi, None, :]
+        found = _drop_self(found, rows)
+    return _exact_order(X, Q[rows], found, depth)
+
+
+def _approximate_lists(X: np.ndarray, Q: np.ndarray, depth: int, exclude_self: bool,
+                       working: int) -> tuple[np.ndarray, np.ndarray]:
+    """The lists from a graph index's candidates, re-sorted by exact distance; the rows
+    it found too few candidates for, by exact search (see
+    :mod:`tdshap.utility.fast.approximate_search`)."""
+    extra = 1 if exclude_self else 0
+    m = len(Q)
+    found = candidate_rows(X, Q, min(len(X), depth + extra + CANDIDATE_MARGIN))
+    index = np.empty((m, depth), dtype=np.int32)
+    dist2 = np.empty((m, depth))
+    for lo in range(0, m, SEARCH_BLOCK):
+        rows = np.arange(lo, min(m, lo + SEARCH_BLOCK))
+        block = _drop_self(found[rows], rows) if extra else found[rows]
+        short = (block < 0).any(axis=1)
+        ok = rows[~short]
+        index[ok], dist2[ok] = _exact_order(X, Q[ok], block[~short], depth)
+        if short.any():
+            bad = rows[short]
+            index[bad], dist2[bad] = _search_rows(X, Q, bad, depth, exclude_self, working)
+    return index, dist2
+
+
+def _exact_order(X: np.ndarray, Qb: np.ndarray, found: np.ndarray,
+                 depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``depth`` of each row's ``found`` training rows by exact squared
+    distance to its query (ties by row number)."""
+    diff = X[found] - Qb[:, None, :]
     d2 = np.einsum("ijk,ijk->ij", diff, diff)
-    order = np.lexsort((found, d2), axis=-1)
+    order = np.lexsort((found, d2), axis=-1)[:, :depth]
     return (np.take_along_axis(found, order, axis=1).astype(np.int32),
             np.take_along_axis(d2, order, axis=1))
 

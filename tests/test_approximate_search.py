@@ -1,0 +1,156 @@
+"""Approximate neighbour lists (a faiss HNSW graph): close to the exact lists, exact
+distances in exact order, the same on every run, and refused clearly when unusable."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.stats import spearmanr
+from sklearn.datasets import make_classification
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import find_harmful
+from tdshap.app.cli import main
+from tdshap.methods import DataOOB, KNNOutOfBag
+from tdshap.methods.tdoob import ThresholdingOOB
+from tdshap.utility.fast import approximate_search
+from tdshap.utility.fast.base import NotEligible
+from tdshap.utility.fast.neighbor_lists import NeighborLists
+
+faiss = pytest.importorskip("faiss")
+
+
+def _noisy(n: int = 1500, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_classification(n, 12, n_informative=6, n_classes=3, random_state=seed)
+    rng = np.random.default_rng(seed)
+    flip = rng.choice(n, n // 10, replace=False)
+    y[flip] = (y[flip] + 1) % 3
+    return X, y
+
+
+def test_lists_nearly_equal_the_exact_ones_with_exact_distances_in_order() -> None:
+    X, y = _noisy()
+    exact = NeighborLists(KNeighborsClassifier(5), X, y)
+    approx = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
+    assert approx.index.shape == exact.index.shape
+    # the graph reaches almost every true neighbour (recall measured in the docs)
+    same_rows = np.mean([len(np.intersect1d(a, b))
+                         for a, b in zip(approx.index, exact.index, strict=True)])
+    assert same_rows / exact.depth > 0.99
+    assert np.mean(np.all(approx.index[:, :5] == exact.index[:, :5], axis=1)) > 0.98
+    # distances are recomputed exactly and sorted, and a row is never in its own list
+    diff = X[approx.index] - X[:, None, :]
+    np.testing.assert_allclose(approx.dist2, np.einsum("ijk,ijk->ij", diff, diff))
+    assert np.all(np.diff(approx.dist2, axis=1) >= 0)
+    assert not np.any(approx.index == np.arange(len(X))[:, None])
+
+
+def test_same_rows_give_the_same_lists() -> None:
+    X, y = _noisy(seed=1)
+    one = NeighborLists(KNeighborsRegressor(3), X, y.astype(float), search="approximate")
+    two = NeighborLists(KNeighborsRegressor(3), X, y.astype(float), search="approximate")
+    np.testing.assert_array_equal(one.index, two.index)
+    np.testing.assert_array_equal(one.dist2, two.dist2)
+
+
+def test_rows_the_graph_finds_too_few_for_are_searched_exactly(monkeypatch) -> None:
+    X, y = _noisy(400, seed=2)
+    real = approximate_search.candidate_rows
+    short = np.array([3, 50, 399])
+
+    def lossy(Xs, Q, wanted):
+        found = real(Xs, Q, wanted)
+        found[short, -2:] = -1
+        return found
+
+    monkeypatch.setattr("tdshap.utility.fast.neighbor_lists.candidate_rows", lossy)
+    approx = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
+    exact = NeighborLists(KNeighborsClassifier(5), X, y)
+    np.testing.assert_array_equal(approx.index[short], exact.index[short])
+    np.testing.assert_array_equal(approx.dist2[short], exact.dist2[short])
+
+
+def test_query_lists_on_tiny_data_equal_the_exact_ones() -> None:
+    X, y = _noisy(40, seed=3)
+    Q = X[:7] + 0.01
+    exact = NeighborLists(KNeighborsClassifier(3), X, y, queries=Q)
+    approx = NeighborLists(KNeighborsClassifier(3), X, y, queries=Q, search="approximate")
+    np.testing.assert_array_equal(approx.index, exact.index)
+
+
+def test_the_memory_budget_counts_the_graph() -> None:
+    X, y = _noisy(600)
+    lists_only = 12 * 600 * 36
+    NeighborLists(KNeighborsClassifier(5), X, y, budget=lists_only)  # exact fits
+    with pytest.raises(NotEligible, match="search graph"):
+        NeighborLists(KNeighborsClassifier(5), X, y, budget=lists_only, search="approximate")
+
+
+def test_bagging_methods_rank_rows_as_with_the_exact_search() -> None:
+    X, y = _noisy()
+    runs = {}
+    for search in ("exact", "approximate"):
+        runs[search] = [
+            ThresholdingOOB(KNeighborsClassifier(5), random_state=0, max_iter=40,
+                            neighbor_search=search).fit(X, y),
+            KNNOutOfBag(KNeighborsClassifier(5), neighbor_search=search).fit(X, y),
+            DataOOB(KNeighborsClassifier(5), n_estimators=30, random_state=0,
+                    neighbor_search=search).fit(X, y),
+        ]
+    for exact, approx in zip(runs["exact"], runs["approximate"], strict=True):
+        assert spearmanr(exact.values_, approx.values_, nan_policy="omit")[0] > 0.97
+        assert approx.result_.extra["neighbor_search"] == "approximate"
+    tdoob = runs["approximate"][0]
+    assert "approximate" in tdoob.result_.extra["path_note"]
+    again = ThresholdingOOB(KNeighborsClassifier(5), random_state=0, max_iter=40,
+                            neighbor_search="approximate").fit(X, y)
+    np.testing.assert_array_equal(again.values_, tdoob.values_)
+
+
+def test_a_model_without_lists_refits_and_says_so() -> None:
+    X, y = _noisy(200)
+    run = ThresholdingOOB(DecisionTreeClassifier(max_depth=3, random_state=0), random_state=0,
+                          max_iter=2, neighbor_search="approximate").fit(X, y)
+    assert run.result_.extra["neighbor_search"] is None
+    assert run.result_.extra["path_note"].startswith("refit every bag")
+
+
+def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_path) -> None:
+    X, y = _noisy(200)
+    with pytest.raises(ValueError, match="must be one of"):
+        ThresholdingOOB(KNeighborsClassifier(5), neighbor_search="fast").fit(X, y)
+    with pytest.raises(ValueError, match="TDShap's k-NN fast path is exact"):
+        find_harmful(X, y, method="tdshap", neighbor_search="approximate")
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    with pytest.raises(ValueError, match=r"pip install 'tdshap\[scale\]'"):
+        KNNOutOfBag(KNeighborsClassifier(5), neighbor_search="approximate").fit(X, y)
+    data = tmp_path / "t.csv"
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.6g",
+               header=",".join([f"f{i}" for i in range(X.shape[1])] + ["target"]),
+               comments="")
+    out = CliRunner().invoke(main, ["clean", str(data), "--target", "target", "--out",
+                                    str(tmp_path / "out"), "--no-progress",
+                                    "--neighbor-search", "approximate"])
+    assert out.exit_code == 2
+    assert "--neighbor-search" in out.output and "faiss" in out.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_reports_the_approximate_path(tmp_path) -> None:
+    X, y = _noisy(600)
+    data = tmp_path / "t.csv"
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.6g",
+               header=",".join([f"f{i}" for i in range(X.shape[1])] + ["target"]),
+               comments="")
+    out = CliRunner().invoke(main, ["clean", str(data), "--target", "target", "--out",
+                                    str(tmp_path / "out"), "--no-progress",
+                                    "--neighbor-search", "approximate"])
+    assert out.exit_code == 0, out.output
+    assert "approximate: a graph index, cost grows about N log N" in out.output
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| neighbor_search | `approximate` | given |" in report
+    assert "by the approximate kneighbors lists fast path" in report
