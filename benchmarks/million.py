@@ -22,16 +22,23 @@ cut short keeps what it finished). The Dask workers' memory is reported by the
 cluster (``--workers`` x the training rows scattered once).
 
     PYTHONPATH=src:. .venv/bin/python benchmarks/million.py [--n 1000000] [--workers 2]
+
+``--neighbor-search approximate`` runs step 2 in this one process with the
+approximate neighbour lists instead (a faiss HNSW graph, no cluster;
+``tdshap.utility.fast.approximate_search``), and step 3 as before (its search stays
+exact).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import platform
 import resource
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +52,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@contextlib.contextmanager
+def _cluster(workers: int, wanted: bool) -> Iterator[Any]:
+    """A client of a ``LocalCluster`` of ``workers`` single-threaded processes, or None."""
+    if not wanted:
+        yield None
+        return
     import distributed
+
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     from sklearn.neighbors import KNeighborsClassifier
     from threadpoolctl import threadpool_limits
 
@@ -59,11 +79,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--held", type=int, default=50_000, help="validation rows (and test rows)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/scale/million.json"))
+    p.add_argument("--neighbor-search", choices=("exact", "approximate"), default="exact")
+    p.add_argument("--out", type=Path, default=None,
+                   help="default: benchmarks/results/scale/million[_approximate].json")
     args = p.parse_args(argv)
+    approximate = args.neighbor_search == "approximate"
+    if args.out is None:
+        args.out = Path("benchmarks/results/scale/"
+                        f"million{'_approximate' if approximate else ''}.json")
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(
         timespec="minutes"), "machine": f"{platform.machine()}, {platform.node()}",
-        "n": args.n, "held": args.held, "workers": args.workers, "seed": args.seed}
+        "n": args.n, "held": args.held, "workers": 0 if approximate else args.workers,
+        "seed": args.seed, "neighbor_search": args.neighbor_search}
 
     def step(name: str, **values: Any) -> None:
         out[name] = {**values, "peak_rss_mb": peak_rss_mb()}
@@ -74,14 +101,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     d = make_data(args.n, args.seed, args.held)
     step("data", seconds=round(time.perf_counter() - start, 1))
-    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client, threadpool_limits(1):
+    with _cluster(args.workers, not approximate) as client, threadpool_limits(1):
         wall, cpu = time.perf_counter(), time.process_time()
         m = ThresholdingOOB(KNeighborsClassifier(5), max_iter=TDOOB_BAGS,
-                            random_state=args.seed, backend=client).fit(d["X"], d["y"])
+                            random_state=args.seed, backend="loky" if client is None
+                            else client, neighbor_search=args.neighbor_search
+                            ).fit(d["X"], d["y"])
         r = m.result_
-        workers = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        workers = {} if client is None else client.run(
+            lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         step("valuation", wall_s=round(time.perf_counter() - wall, 1),
              cpu_s_this_process=round(time.process_time() - cpu, 1),
              auroc=round(auroc(np.asarray(r.values), d["planted"]), 4),

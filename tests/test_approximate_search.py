@@ -154,3 +154,25 @@ def test_the_cli_reports_the_approximate_path(tmp_path) -> None:
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| neighbor_search | `approximate` | given |" in report
     assert "by the approximate kneighbors lists fast path" in report
+
+
+@pytest.mark.parametrize("offset, unit", [(1e7, 1e-3), (0.0, 1e25), (0.0, 1e-30)])
+def test_rows_far_from_the_origin_or_outside_float32_keep_their_neighbours(
+        offset: float, unit: float) -> None:
+    X, y = _noisy(500, seed=4)
+    X = offset + unit * X
+    # the truth from centred rows: scikit-learn's brute force expands |x - q|^2 and
+    # loses rows 1e-3 apart at 1e7 (a refit does the same, so the exact path agrees)
+    truth = NeighborLists(KNeighborsClassifier(5), X - X.mean(axis=0), y)
+    approx = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
+    assert np.mean(np.all(approx.index[:, :5] == truth.index[:, :5], axis=1)) > 0.98
+
+
+def test_identical_rows_do_not_break_the_graph() -> None:
+    X = np.zeros((60, 3))
+    y = np.arange(60) % 2
+    exact = ThresholdingOOB(KNeighborsClassifier(5), random_state=0, max_iter=5).fit(X, y)
+    approx = ThresholdingOOB(KNeighborsClassifier(5), random_state=0, max_iter=5,
+                             neighbor_search="approximate").fit(X, y)
+    assert np.all(np.isfinite(approx.values_))
+    np.testing.assert_allclose(approx.values_, exact.values_)
