@@ -59,15 +59,15 @@ def test_same_rows_give_the_same_lists() -> None:
 
 def test_rows_the_graph_finds_too_few_for_are_searched_exactly(monkeypatch) -> None:
     X, y = _noisy(400, seed=2)
-    real = approximate_search.candidate_rows
+    real = approximate_search.CandidateGraph.search
     short = np.array([3, 50, 399])
 
-    def lossy(Xs, Q, wanted):
-        found = real(Xs, Q, wanted)
-        found[short, -2:] = -1
+    def lossy(self, Q, wanted):
+        found = real(self, Q, wanted)
+        found[short, -2:] = -1  # one block of queries: rows are the queries' positions
         return found
 
-    monkeypatch.setattr("tdshap.utility.fast.neighbor_lists.candidate_rows", lossy)
+    monkeypatch.setattr(approximate_search.CandidateGraph, "search", lossy)
     approx = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
     exact = NeighborLists(KNeighborsClassifier(5), X, y)
     np.testing.assert_array_equal(approx.index[short], exact.index[short])

@@ -89,25 +89,32 @@ def _threads(faiss: Any, n: int) -> Iterator[None]:
         faiss.omp_set_num_threads(before)
 
 
-def candidate_rows(X: np.ndarray, Q: np.ndarray, wanted: int) -> np.ndarray:
-    """For each row of ``Q``, ``wanted`` training rows of ``X`` that the graph finds
-    nearest (int64, ``-1`` where it found fewer)."""
-    faiss = load_faiss()
-    # float32 keeps 7 digits: rows far from the origin (a column around 1e7) or beyond
-    # its range (1e39, 1e-46) would lose their differences, so the rows are centred and
-    # scaled by a power of two first (distances keep their order; the lists' distances
-    # are recomputed from the original rows)
-    centre = X.mean(axis=0) if len(X) else np.zeros(X.shape[1])
-    spread = float(np.max(np.abs(X - centre))) if X.size else 0.0
-    scale = 2.0 ** -np.floor(np.log2(spread)) if spread > 0 else 1.0
-    x32 = np.ascontiguousarray((X - centre) * scale, dtype=np.float32)
-    graph = faiss.IndexHNSWFlat(X.shape[1], HNSW_M)
-    graph.hnsw.efConstruction = EF_CONSTRUCTION
-    # several threads insert rows in a racy order: one thread gives one graph
-    with _threads(faiss, 1):
-        graph.add(x32)
-    graph.hnsw.efSearch = max(EF_SEARCH, wanted)
-    q32 = x32 if Q is X else np.ascontiguousarray(
-        np.clip((Q - centre) * scale, -1e30, 1e30), dtype=np.float32)
-    _, found = graph.search(q32, wanted)
-    return np.asarray(found, dtype=np.int64)
+class CandidateGraph:
+    """The graph of the training rows ``X``; :meth:`search` gives, for query rows, the
+    ``wanted`` training rows it finds nearest (int64, ``-1`` where it found fewer).
+    Queries are searched as they come, so a caller holds one block's candidates at a
+    time."""
+
+    def __init__(self, X: np.ndarray) -> None:
+        faiss = load_faiss()
+        # float32 keeps 7 digits: rows far from the origin (a column around 1e7) or
+        # beyond its range (1e39, 1e-46) would lose their differences, so the rows are
+        # centred and scaled by a power of two first (distances keep their order; the
+        # lists' distances are recomputed from the original rows)
+        self.centre = X.mean(axis=0) if len(X) else np.zeros(X.shape[1])
+        spread = float(np.max(np.abs(X - self.centre))) if X.size else 0.0
+        self.scale = 2.0 ** -np.floor(np.log2(spread)) if spread > 0 else 1.0
+        self.graph = faiss.IndexHNSWFlat(X.shape[1], HNSW_M)
+        self.graph.hnsw.efConstruction = EF_CONSTRUCTION
+        # several threads insert rows in a racy order: one thread gives one graph
+        with _threads(faiss, 1):
+            self.graph.add(self._float32(X))
+
+    def _float32(self, rows: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.clip((rows - self.centre) * self.scale, -1e30, 1e30),
+                                    dtype=np.float32)
+
+    def search(self, Q: np.ndarray, wanted: int) -> np.ndarray:
+        self.graph.hnsw.efSearch = max(EF_SEARCH, wanted)
+        _, found = self.graph.search(self._float32(Q), wanted)
+        return np.asarray(found, dtype=np.int64)

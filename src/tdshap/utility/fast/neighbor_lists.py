@@ -65,7 +65,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from tdshap.utility.fast.approximate_search import (
     CANDIDATE_MARGIN,
-    candidate_rows,
+    CandidateGraph,
     check_search,
     index_bytes,
 )
@@ -455,12 +455,14 @@ def _approximate_lists(X: np.ndarray, Q: np.ndarray, depth: int, exclude_self: b
     :mod:`tdshap.utility.fast.approximate_search`)."""
     extra = 1 if exclude_self else 0
     m = len(Q)
-    found = candidate_rows(X, Q, min(len(X), depth + extra + CANDIDATE_MARGIN))
+    graph = CandidateGraph(X)
+    wanted = min(len(X), depth + extra + CANDIDATE_MARGIN)
     index = np.empty((m, depth), dtype=np.int32)
     dist2 = np.empty((m, depth))
     for lo in range(0, m, SEARCH_BLOCK):
         rows = np.arange(lo, min(m, lo + SEARCH_BLOCK))
-        block = _drop_self(found[rows], rows) if extra else found[rows]
+        found = graph.search(Q[rows], wanted)
+        block = _drop_self(found, rows) if extra else found
         short = (block < 0).any(axis=1)
         ok = rows[~short]
         index[ok], dist2[ok] = _exact_order(X, Q[ok], block[~short], depth)
