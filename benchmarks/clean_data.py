@@ -34,9 +34,11 @@ from sklearn.datasets import (
     make_friedman1,
 )
 
+import tdshap.cut
 from benchmarks.defaults_unseen import _split, plant_labels
 from tdshap.app.harmful import DEFAULT_MAX_ITER, find_harmful
 from tdshap.cleansing import cleanse
+from tdshap.cut import CONTROLS, ELIGIBILITY_CONTROL
 
 Loader = Callable[[], tuple[np.ndarray, np.ndarray]]
 
@@ -128,7 +130,11 @@ def main() -> None:
     parser.add_argument("--method", default="auto",
                         help="find_harmful's method (knn_oob: with --datasets of "
                         "classification only)")
+    parser.add_argument("--eligibility", choices=CONTROLS, default=ELIGIBILITY_CONTROL,
+                        help="how the default cut's credibly-harmful rows control false ones "
+                        "(tdshap.cut.ELIGIBILITY_CONTROL)")
     args = parser.parse_args()
+    tdshap.cut.ELIGIBILITY_CONTROL = args.eligibility
     print(f"# {platform.machine()} Python {platform.python_version()}, {args.seeds} seeds, "
           f"max_iter {args.max_iter}, method {args.method}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

@@ -68,9 +68,11 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+import tdshap.cut
 from tdshap.app.harmful import find_harmful
 from tdshap.app.models import build_model
 from tdshap.cleansing import cleanse
+from tdshap.cut import CONTROLS, ELIGIBILITY_CONTROL
 from tdshap.methods import (
     DataOOB,
     KNNOutOfBag,
@@ -581,7 +583,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--csv", default=None, help="write one row per run to this file")
     parser.add_argument("--tables-from", default=None, metavar="CSV",
                         help="print the tables of a CSV written by --csv, run nothing")
+    parser.add_argument("--eligibility", choices=CONTROLS, default=ELIGIBILITY_CONTROL,
+                        help="how the default cut's credibly-harmful rows control false ones "
+                        "(tdshap.cut.ELIGIBILITY_CONTROL)")
     args = parser.parse_args(argv)
+    tdshap.cut.ELIGIBILITY_CONTROL = args.eligibility
     args.datasets = list(dict.fromkeys(
         d for name in args.datasets for d in (EXTRA_DATASETS if name == "extra" else (name,))))
     if args.tables_from:

@@ -13,12 +13,14 @@ from tdshap.cleansing import _row_brier, _row_squared_error
 from tdshap.cut import (
     ELIGIBLE_N_SE,
     EligibleTest,
+    benjamini_hochberg,
     bootstrap_curves,
     bootstrap_indices,
     choose_cut,
     eligible_rows,
     eligible_test,
 )
+from tdshap.intervals import half_widths, upper_p_values
 from tdshap.utility.metrics import resolve_metric
 
 GRID = np.arange(0, 80, 10)
@@ -300,3 +302,41 @@ def test_a_result_may_name_the_interval_of_its_eligibility_test():
     assert not eligible_rows(r).any()  # pooled: no row is credible
     named = dataclasses.replace(r, extra={"eligibility_interval": "moderated"})
     assert eligible_rows(named).tolist() == [True, True] + [False] * 6
+
+
+@pytest.mark.parametrize("method", ["pooled", "moderated", "t", "normal"])
+def test_a_rows_p_value_is_below_half_the_level_exactly_when_its_interval_is_below(method):
+    rng = np.random.default_rng(1)
+    values, counts = rng.normal(0, 1, 200), rng.integers(1, 40, 200).astype(float)
+    variances = np.where(counts >= 2, rng.uniform(0.2, 3, 200), np.nan)
+    p = upper_p_values(values, 0.25, counts, variances, method)
+    for confidence in (0.8, 0.95, 0.999):
+        below = values + half_widths(counts, variances, confidence, method) < 0.25
+        np.testing.assert_array_equal(below, p < (1 - confidence) / 2)
+    with pytest.raises(ValueError, match="no p-value"):
+        upper_p_values(values, 0.25, counts, variances, "bernstein")
+
+
+def test_benjamini_hochberg_steps_up_from_the_largest_p_under_its_line():
+    # line: 0.05 * k / 5 = 0.01, 0.02, 0.03, 0.04, 0.05; the 4th (0.035) is under it,
+    # so the 3rd (0.032, above its own 0.03) is rejected too
+    p = np.array([0.5, 0.001, 0.035, 0.032, 0.025])
+    assert benjamini_hochberg(p, 0.05).tolist() == [False, True, True, True, True]
+    assert not benjamini_hochberg(np.array([0.02, 0.04, np.nan]), 0.05).any()
+    assert benjamini_hochberg(np.array([0.01, np.nan]), 0.05).tolist() == [True, False]
+
+
+def test_false_discovery_control_admits_more_rows_when_many_are_below():
+    # 30 rows clearly below tau and 70 above: Bonferroni at 0.05 / 100 keeps the surest,
+    # Benjamini-Hochberg all 30; with nothing below, neither admits a row
+    rng = np.random.default_rng(2)
+    values = np.concatenate([rng.uniform(-0.5, -0.3, 30), rng.uniform(0.3, 1, 70)])
+    r = ValuationResult("tdoob", values, np.full(100, 8), np.full(100, 0.04),
+                        threshold=0.0, interval="t")
+    family, fdr = eligible_rows(r), eligible_rows(r, control="false_discovery")
+    assert family.sum() < 30 and fdr[:30].all() and not fdr[30:].any()
+    assert np.all(family <= fdr)
+    clean = dataclasses.replace(r, values=np.abs(values) + 0.2)
+    assert not eligible_rows(clean, control="false_discovery").any()
+    with pytest.raises(ValueError, match="must be one of"):
+        eligible_rows(r, control="bh")

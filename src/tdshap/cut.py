@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from tdshap.intervals import upper_p_values
 from tdshap.result import ValuationResult
 from tdshap.utility.fast.scoring import row_scorer
 from tdshap.utility.metrics import MetricSpec
@@ -59,6 +60,10 @@ DEFAULT_N_BOOTSTRAP = 500
 # rows that valued the rows, both of which bias it upwards (a one-sided test at about 2.5%)
 DEFAULT_N_SE = 2.0
 DEFAULT_ALPHA = 0.05  # family-wise, over all rows: see eligible_rows
+#: how eligible_rows controls false rows: "family" (Bonferroni: the chance of any false
+#: row) or "false_discovery" (Benjamini-Hochberg: their expected share)
+CONTROLS = ("family", "false_discovery")
+ELIGIBILITY_CONTROL = "family"
 # One pre-specified comparison at a one-sided 5% level: see EligibleTest
 ELIGIBLE_N_SE = 1.645
 
@@ -274,7 +279,8 @@ def _choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | Non
     return evidence(chosen, said)
 
 
-def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | None:
+def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA,
+                  control: str | None = None) -> np.ndarray | None:
     """Rows credibly below the threshold, all rows tested at once; None when unknown.
 
     A row is eligible when the upper end of its interval lies below the
@@ -295,10 +301,17 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
         return None
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha!r} must be between 0 and 1 (exclusive).")
+    control = ELIGIBILITY_CONTROL if control is None else control
+    if control not in CONTROLS:
+        raise ValueError(f"control={control!r} must be one of {CONTROLS}.")
     n = len(values.values)
     if isinstance(values, ValuationResult):
         # a method may name the interval its test should use (see ThresholdingOOB)
         interval = values.extra.get("eligibility_interval", values.interval)
+        if control == "false_discovery" and interval != "bernstein":
+            p = upper_p_values(values.values, float(threshold), values.counts,
+                               values.variances, interval)
+            return benjamini_hochberg(p, alpha)
         values = dataclasses.replace(values, confidence=1.0 - 2.0 * alpha / max(n, 1),
                                      interval=interval)
     if hasattr(values, "is_credibly_harmful"):
@@ -306,3 +319,17 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA) -> np.ndarray | Non
     with np.errstate(invalid="ignore"):
         high = np.asarray(values.ci_high, dtype=float)
     return np.isfinite(high) & (high < float(threshold))
+
+
+def benjamini_hochberg(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Rows rejected by the Benjamini-Hochberg step-up procedure at level ``alpha``
+    (NaN p-values are never rejected but count among the tests)."""
+    p = np.asarray(p, dtype=float)
+    n = len(p)
+    filled = np.where(np.isfinite(p), p, np.inf)
+    order = np.argsort(filled, kind="stable")
+    below = filled[order] <= alpha * np.arange(1, n + 1) / max(n, 1)
+    out = np.zeros(n, dtype=bool)
+    if below.any():
+        out[order[: int(np.flatnonzero(below)[-1]) + 1]] = True
+    return out

@@ -136,3 +136,30 @@ def half_widths(
                     + 7.0 * width * log_term / (3.0 * (counts - 1)))
     _, df = _variance_and_df(counts, variances, method, prior_df)
     return student_t.ppf(1 - alpha / 2, np.where(np.isfinite(df), df, 1.0)) * se
+
+
+def upper_p_values(values: np.ndarray, threshold: float, counts: np.ndarray,
+                   variances: np.ndarray, method: str = DEFAULT_INTERVAL,
+                   prior_df: float = PRIOR_DF) -> np.ndarray:
+    """One-sided p-value of "this row's value is at least ``threshold``", per row.
+
+    The dual of :func:`half_widths`: a row's two-sided interval at confidence
+    ``c`` lies wholly below the threshold exactly when its p-value is below
+    ``(1 - c) / 2``. NaN where a row has no interval. Not for ``"bernstein"``
+    (a bound, not a distribution).
+    """
+    check_method(method)
+    if method == "bernstein":
+        raise ValueError("the 'bernstein' interval has no p-value: use another method.")
+    counts = np.asarray(counts, dtype=float)
+    se = standard_errors(counts, variances, method, prior_df)
+    gap = threshold - np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # a row without spread (se 0) is surely on its side of the threshold
+        z = np.where(se > 0, gap / se, np.where(gap > 0, np.inf, -np.inf))
+    if method == "normal":
+        p = norm.sf(z)
+    else:
+        _, df = _variance_and_df(counts, variances, method, prior_df)
+        p = student_t.sf(z, np.where(np.isfinite(df), df, 1.0))
+    return np.where(np.isfinite(se), p, np.nan)
