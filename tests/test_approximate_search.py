@@ -4,6 +4,7 @@ distances in exact order, the same on every run, and refused clearly when unusab
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -119,6 +120,16 @@ def test_a_model_without_lists_refits_and_says_so() -> None:
     assert run.result_.extra["path_note"].startswith("refit every bag")
 
 
+def _clean_approximately(X: np.ndarray, y: np.ndarray, folder) -> Any:
+    data = folder / "t.csv"
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.6g",
+               header=",".join([f"f{i}" for i in range(X.shape[1])] + ["target"]),
+               comments="")
+    return CliRunner().invoke(main, ["clean", str(data), "--target", "target", "--out",
+                                     str(folder / "out"), "--no-progress",
+                                     "--neighbor-search", "approximate"])
+
+
 def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_path) -> None:
     X, y = _noisy(200)
     with pytest.raises(ValueError, match="must be one of"):
@@ -128,13 +139,7 @@ def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_pat
     monkeypatch.setitem(sys.modules, "faiss", None)
     with pytest.raises(ValueError, match=r"pip install 'tdshap\[scale\]'"):
         KNNOutOfBag(KNeighborsClassifier(5), neighbor_search="approximate").fit(X, y)
-    data = tmp_path / "t.csv"
-    np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.6g",
-               header=",".join([f"f{i}" for i in range(X.shape[1])] + ["target"]),
-               comments="")
-    out = CliRunner().invoke(main, ["clean", str(data), "--target", "target", "--out",
-                                    str(tmp_path / "out"), "--no-progress",
-                                    "--neighbor-search", "approximate"])
+    out = _clean_approximately(X, y, tmp_path)
     assert out.exit_code == 2
     assert "--neighbor-search" in out.output and "faiss" in out.output
     assert not (tmp_path / "out").exists()
@@ -142,13 +147,7 @@ def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_pat
 
 def test_the_cli_reports_the_approximate_path(tmp_path) -> None:
     X, y = _noisy(600)
-    data = tmp_path / "t.csv"
-    np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.6g",
-               header=",".join([f"f{i}" for i in range(X.shape[1])] + ["target"]),
-               comments="")
-    out = CliRunner().invoke(main, ["clean", str(data), "--target", "target", "--out",
-                                    str(tmp_path / "out"), "--no-progress",
-                                    "--neighbor-search", "approximate"])
+    out = _clean_approximately(X, y, tmp_path)
     assert out.exit_code == 0, out.output
     assert "approximate: a graph index, cost grows about N log N" in out.output
     report = (tmp_path / "out" / "report.md").read_text()
