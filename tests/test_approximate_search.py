@@ -175,3 +175,16 @@ def test_identical_rows_do_not_break_the_graph() -> None:
                              neighbor_search="approximate").fit(X, y)
     assert np.all(np.isfinite(approx.values_))
     np.testing.assert_allclose(approx.values_, exact.values_)
+
+
+def test_searching_region_by_region_gives_the_same_lists(monkeypatch) -> None:
+    X, y = _noisy(3000, seed=5)
+    plain = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
+    monkeypatch.setattr(approximate_search, "LOCALITY_FROM", 100)
+    monkeypatch.setattr(approximate_search, "LOCALITY_REGION", 100)
+    order = approximate_search.locality_order(X)
+    assert sorted(order.tolist()) == list(range(len(X)))
+    assert not np.array_equal(order, np.arange(len(X)))
+    regional = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
+    np.testing.assert_array_equal(regional.index, plain.index)
+    np.testing.assert_array_equal(regional.dist2, plain.dist2)

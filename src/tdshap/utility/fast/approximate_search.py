@@ -28,6 +28,9 @@ What that costs and how it is bounded:
   on every run (queries are independent, so they may use every thread).
 * A query for which the graph returns fewer candidates than asked (tiny or
   degenerate data) is searched exactly instead.
+* From 20,000 queries on, they are searched region by region (k-means clusters
+  of a sample): the same candidates, in 0.57x the time at 300,000 rows, because
+  queries from one region reuse the part of the graph already in the caches.
 
 faiss is an optional dependency: ``pip install 'tdshap[scale]'``.
 """
@@ -87,6 +90,34 @@ def _threads(faiss: Any, n: int) -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(before)
+
+
+#: queries from which they are searched region by region (see locality_order)
+LOCALITY_FROM = 20_000
+#: rows the regions are learned from, and rows per region
+LOCALITY_SAMPLE = 50_000
+LOCALITY_REGION = 1_000
+
+
+def locality_order(Q: np.ndarray) -> np.ndarray:
+    """An order of the query rows that takes them region by region (k-means clusters
+    learned on a sample), or their own order below :data:`LOCALITY_FROM` rows.
+
+    Each query is searched on its own, so its candidates do not depend on the order;
+    but queries from one region walk the same part of the graph, which then stays in
+    the caches: at 300,000 rows the searches took 23.5 s in this order against 40.9 s
+    in the rows' own order, with identical results.
+    """
+    m = len(Q)
+    if m < LOCALITY_FROM:
+        return np.arange(m)
+    from sklearn.cluster import MiniBatchKMeans
+
+    rng = np.random.default_rng(0)
+    sample = Q[rng.choice(m, size=min(m, LOCALITY_SAMPLE), replace=False)]
+    regions = MiniBatchKMeans(n_clusters=min(1024, max(8, m // LOCALITY_REGION)),
+                              batch_size=4096, n_init=1, random_state=0).fit(sample)
+    return np.argsort(regions.predict(Q), kind="stable")
 
 
 class CandidateGraph:

@@ -68,6 +68,7 @@ from tdshap.utility.fast.approximate_search import (
     CandidateGraph,
     check_search,
     index_bytes,
+    locality_order,
 )
 from tdshap.utility.fast.base import NotEligible, one_thread_if_small
 from tdshap.utility.fast.budget import memory_budget, over_budget
@@ -459,8 +460,9 @@ def _approximate_lists(X: np.ndarray, Q: np.ndarray, depth: int, exclude_self: b
     wanted = min(len(X), depth + extra + CANDIDATE_MARGIN)
     index = np.empty((m, depth), dtype=np.int32)
     dist2 = np.empty((m, depth))
+    order = locality_order(Q)
     for lo in range(0, m, SEARCH_BLOCK):
-        rows = np.arange(lo, min(m, lo + SEARCH_BLOCK))
+        rows = order[lo : lo + SEARCH_BLOCK]
         found = graph.search(Q[rows], wanted)
         block = _drop_self(found, rows) if extra else found
         short = (block < 0).any(axis=1)
