@@ -120,14 +120,13 @@ def test_a_model_without_lists_refits_and_says_so() -> None:
     assert run.result_.extra["path_note"].startswith("refit every bag")
 
 
-def _clean_approximately(X: np.ndarray, y: np.ndarray, folder) -> Any:
+def _clean(X: np.ndarray, y: np.ndarray, folder, *options: str) -> Any:
     data = folder / "t.csv"
     np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.6g",
                header=",".join([f"f{i}" for i in range(X.shape[1])] + ["target"]),
                comments="")
     return CliRunner().invoke(main, ["clean", str(data), "--target", "target", "--out",
-                                     str(folder / "out"), "--no-progress",
-                                     "--neighbor-search", "approximate"])
+                                     str(folder / "out"), "--no-progress", *options])
 
 
 def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_path) -> None:
@@ -139,7 +138,7 @@ def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_pat
     monkeypatch.setitem(sys.modules, "faiss", None)
     with pytest.raises(ValueError, match=r"pip install 'tdshap\[scale\]'"):
         KNNOutOfBag(KNeighborsClassifier(5), neighbor_search="approximate").fit(X, y)
-    out = _clean_approximately(X, y, tmp_path)
+    out = _clean(X, y, tmp_path, "--neighbor-search", "approximate")
     assert out.exit_code == 2
     assert "--neighbor-search" in out.output and "faiss" in out.output
     assert not (tmp_path / "out").exists()
@@ -147,7 +146,7 @@ def test_bad_values_and_a_missing_faiss_are_refused_clearly(monkeypatch, tmp_pat
 
 def test_the_cli_reports_the_approximate_path(tmp_path) -> None:
     X, y = _noisy(600)
-    out = _clean_approximately(X, y, tmp_path)
+    out = _clean(X, y, tmp_path, "--neighbor-search", "approximate")
     assert out.exit_code == 0, out.output
     assert "approximate: a graph index, cost grows about N log N" in out.output
     report = (tmp_path / "out" / "report.md").read_text()
@@ -188,3 +187,11 @@ def test_searching_region_by_region_gives_the_same_lists(monkeypatch) -> None:
     regional = NeighborLists(KNeighborsClassifier(5), X, y, search="approximate")
     np.testing.assert_array_equal(regional.index, plain.index)
     np.testing.assert_array_equal(regional.dist2, plain.dist2)
+
+
+def test_a_long_exact_search_suggests_the_approximate_one(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr("tdshap.app.plan.SUGGEST_APPROXIMATE_S", 0.0)
+    X, y = _noisy(300)
+    out = _clean(X, y, tmp_path)
+    assert out.exit_code == 0, out.output
+    assert "(--neighbor-search 'approximate' grows about N log N;" in out.output

@@ -322,7 +322,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                    resume=opts["resume"], allow_import=tuple(opts["allow_import"]),
                    max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
                    cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"])
-    click.echo(checked.estimate.line(opts["time_budget"]))
+    click.echo(_as_options(checked.estimate.line(opts["time_budget"]), ("neighbor_search",)))
     about = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
              "train": str(train), "target": target}
     about.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})
@@ -339,8 +339,12 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
 
 def _flags(err: ValueError) -> str:
     """The message with the library's parameter names shown as this command's options."""
-    text = str(err)
-    for name in getattr(err, "params", ()):
+    return _as_options(str(err), getattr(err, "params", ()))
+
+
+def _as_options(text: str, names: Any) -> str:
+    """``text`` with the parameters ``names`` (written `name`) shown as options."""
+    for name in names:
         text = text.replace(f"`{name}`", FLAGS.get(name, name))
     return re.sub(r"`([^`]*)`", r"\1", text)
 
