@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.detection import DATASETS, MODELS, NOISE, auroc, build_estimator, make_split
+from benchmarks.detection import DATASETS, add_split_arguments, auroc, build_estimator, make_split
 from tdshap.app.harmful import find_harmful
 from tdshap.cleansing import cleanse
 from tdshap.cut import eligible_rows
@@ -76,11 +76,7 @@ def one_setting(name: str, model: str, noise: float, seeds: int,
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(MODELS), default="tree")
-    parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS),
-                        default=["digits", "wine", "iris", "make_classification"])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--noise", type=float, default=NOISE)
+    add_split_arguments(parser, ["digits", "wine", "iris", "make_classification"], 3)
     lever = parser.add_mutually_exclusive_group(required=True)
     lever.add_argument("--max-iter", type=int, nargs="+")
     lever.add_argument("--tau", nargs="+", help="'auto' or numbers")

@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks.detection import DATASETS, MODELS, NOISE, build_estimator, make_split
+from benchmarks.detection import DATASETS, add_split_arguments, build_estimator, make_split
 from tdshap.app.harmful import find_harmful
 from tdshap.cleansing import cleanse
 
@@ -58,11 +58,7 @@ def gains(name: str, model: str, noise: float, seeds: int) -> dict[str, np.ndarr
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=list(MODELS), default="tree")
-    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS),
-                        default=["make_classification", "digits", "wine", "iris"])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--noise", type=float, default=NOISE)
+    add_split_arguments(parser, ["make_classification", "digits", "wine", "iris"], 20)
     args = parser.parse_args()
     print(f"# cut rules, {datetime.date.today()}, {platform.machine()}, model {args.model}, "
           f"{args.seeds} seeds, noise {args.noise:g}\n")

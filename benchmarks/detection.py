@@ -179,6 +179,15 @@ class Split:
         return mask
 
 
+def add_split_arguments(parser: argparse.ArgumentParser, datasets: list[str],
+                        seeds: int) -> None:
+    """The options a script on these splits shares: --model, --datasets, --seeds, --noise."""
+    parser.add_argument("--model", choices=sorted(MODELS), default="tree")
+    parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS), default=datasets)
+    parser.add_argument("--seeds", type=int, default=seeds)
+    parser.add_argument("--noise", type=float, default=NOISE)
+
+
 def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
                noise: float = NOISE) -> Split:
     """Split 50/25/25 by ``seed``, standardise on the training rows, plant noise in them."""
