@@ -195,3 +195,17 @@ def test_a_long_exact_search_suggests_the_approximate_one(monkeypatch, tmp_path)
     out = _clean(X, y, tmp_path)
     assert out.exit_code == 0, out.output
     assert "(--neighbor-search 'approximate' grows about N log N;" in out.output
+
+
+def test_with_a_dask_backend_the_graph_is_searched_here_and_says_so() -> None:
+    distributed = pytest.importorskip("distributed")
+    X, y = _noisy(400, seed=6)
+    here = ThresholdingOOB(KNeighborsClassifier(5), max_iter=5, random_state=1,
+                           neighbor_search="approximate").fit(X, y)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        there = ThresholdingOOB(KNeighborsClassifier(5), max_iter=5, random_state=1,
+                                neighbor_search="approximate", backend=client).fit(X, y)
+    np.testing.assert_array_equal(here.values_, there.values_)
+    assert "does not use the Dask workers" in there.result_.extra["path_note"]

@@ -329,6 +329,8 @@ def oob_lists(estimator: Any, X: np.ndarray, y: np.ndarray, fast_path: Any,
     except NotEligible as why:
         return None, f"refit every bag: {why}"
     where = "" if dask is None else f" on {dask.n_workers} Dask workers"
+    if isinstance(executor, DaskExecutor) and search == "approximate":
+        where = " in this process (the approximate search does not use the Dask workers)"
     how = ("approximate: a graph index's candidates re-sorted by exact distance, "
            if search == "approximate" else "")
     return lists, (f"k-NN neighbour lists ({how}{lists.depth} nearest rows of each row, "
