@@ -30,6 +30,12 @@ the largest N is compared with N log N. Results go to ``--out`` (CSV, JSON,
 Markdown table) and a log-log plot of wall time against N.
 
     PYTHONPATH=src:. nice -n 5 .venv/bin/python benchmarks/scale.py --sizes 1000 10000 100000
+
+Single checks instead of the table (each prints JSON lines): ``--refit-check N``
+(neighbour lists against refitting every bag), ``--dask-check N`` (one process
+against a Dask ``LocalCluster``), ``--locality-check N`` (the approximate search's
+graph: build, queries in the rows' order and region by region), ``--clean-csv N``
+(``tdshap clean`` on an N-row CSV in a subprocess, exact and approximate).
 """
 
 from __future__ import annotations
@@ -174,6 +180,84 @@ def list_recall(X: np.ndarray, y: np.ndarray, seed: int) -> float:
     found = [len(np.intersect1d(approx.index[r], e[e != r][: approx.depth]))
              for r, e in zip(rows, exact.index, strict=True)]
     return float(np.mean(found)) / approx.depth
+
+
+def clean_csv_check(n: int, seed: int, search: str) -> dict[str, Any]:
+    """``tdshap clean`` with its defaults on an N-row CSV (``make_classification``, 20
+    features, 3 classes, 10% of the labels moved, so the command values N/2 rows), run
+    as a user would, in a subprocess: wall seconds, the subprocess's peak RSS, AUROC of
+    the valued rows and the cleansing result read back from the output folder."""
+    import tempfile
+
+    import pandas as pd
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n, n_features=N_FEATURES, n_informative=8, n_classes=3,
+                               random_state=seed)
+    rng = np.random.default_rng(seed)
+    planted = rng.choice(n, round(NOISE * n), replace=False)
+    y[planted] = (y[planted] + rng.integers(1, 3, len(planted))) % 3
+    with tempfile.TemporaryDirectory() as folder:
+        data, out = Path(folder) / "rows.csv", Path(folder) / "out"
+        frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(N_FEATURES)])
+        frame.assign(target=y).to_csv(data, index=False)
+        tdshap = Path(sys.executable).with_name("tdshap")
+        cmd = [str(tdshap), "clean", str(data), "--target", "target", "--out", str(out),
+               "--no-progress", "--neighbor-search", search]
+        start = time.perf_counter()
+        with open(Path(folder) / "stdout.txt", "w+") as stdout:
+            child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT)
+            _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS
+            child.returncode = os.waitstatus_to_exitcode(status)
+            wall = time.perf_counter() - start
+            stdout.seek(0)
+            printed = stdout.read()
+        if child.returncode:
+            raise RuntimeError(f"tdshap clean failed: {printed[-2000:]}")
+        values = pd.read_csv(out / "values.csv")
+        report = (out / "report.md").read_text()
+    is_planted = np.isin(values.iloc[:, 0].to_numpy(), planted)
+    test = next((line for line in report.splitlines() if line.startswith("| test ")), "")
+    return {"n": n, "search": search, "wall": wall,
+            "peak_rss_mb": usage.ru_maxrss / 1024,
+            "estimate": printed.splitlines()[0], "valued": len(values),
+            "auroc": auroc(values["value"].to_numpy(), is_planted),
+            "removed": int(values["removed"].sum()), "test_row": test}
+
+
+def locality_check(n: int, seed: int) -> dict[str, Any]:
+    """The approximate search's graph on N training rows: seconds to build it, to search
+    every row's candidates in the rows' own order and region by region
+    (``locality_order``), and whether both orders found the same candidates."""
+    from threadpoolctl import threadpool_limits
+
+    from tdshap.utility.fast.approximate_search import (
+        CANDIDATE_MARGIN,
+        CandidateGraph,
+        locality_order,
+    )
+    from tdshap.utility.fast.neighbor_lists import SEARCH_BLOCK, oob_depth
+
+    wanted = oob_depth(5) + 1 + CANDIDATE_MARGIN  # as the 5-NN lists ask (self dropped)
+
+    X = make_data(n, seed)["X"]
+    with threadpool_limits(1):
+        start = time.perf_counter()
+        graph = CandidateGraph(X)
+        out: dict[str, Any] = {"n": n, "build_s": time.perf_counter() - start}
+        found = {}
+        for name, order in (("row_order", np.arange(n)), ("region_order", None)):
+            start = time.perf_counter()
+            if order is None:
+                order = locality_order(X)
+            got = np.empty((n, wanted), dtype=np.int64)
+            for lo in range(0, n, SEARCH_BLOCK):
+                rows = order[lo : lo + SEARCH_BLOCK]
+                got[rows] = graph.search(X[rows], wanted)
+            out[f"{name}_s"] = time.perf_counter() - start
+            found[name] = got
+    out["same_candidates"] = bool(np.array_equal(found["row_order"], found["region_order"]))
+    return out
 
 
 def refit_check(n: int, seed: int) -> dict[str, Any]:
@@ -348,10 +432,22 @@ def main(argv: list[str] | None = None) -> None:
                    help="only compare one process with a Dask LocalCluster at N rows")
     p.add_argument("--refit-check", type=int, default=None, metavar="N",
                    help="only compare the neighbour lists with refitting every bag at N rows")
+    p.add_argument("--clean-csv", type=int, default=None, metavar="N",
+                   help="only run `tdshap clean` on an N-row CSV, exact and approximate")
+    p.add_argument("--locality-check", type=int, default=None, metavar="N",
+                   help="only time the approximate search's graph at N rows, queries in "
+                   "the rows' order and region by region")
     p.add_argument("--workers", type=int, default=2, help="Dask workers for --dask-check")
     p.add_argument("--cell", nargs=3, metavar=("METHOD", "N", "SEED"), help=argparse.SUPPRESS)
     p.add_argument("--budget", type=float, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.clean_csv:
+        for search in ("exact", "approximate"):
+            print(json.dumps(clean_csv_check(args.clean_csv, args.seed, search)), flush=True)
+        return
+    if args.locality_check:
+        print(json.dumps(locality_check(args.locality_check, args.seed)))
+        return
     if args.refit_check:
         print(json.dumps(refit_check(args.refit_check, args.seed)))
         return

@@ -295,6 +295,14 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA,
     names one. Only a
     result with a threshold and intervals can say this; a row without an
     interval is not eligible.
+
+    ``control``: ``"family"`` (the Bonferroni test above) or ``"false_discovery"``
+    (Benjamini-Hochberg at ``alpha`` on each row's one-sided p-value,
+    :func:`tdshap.intervals.upper_p_values`: the expected share of false rows
+    among the eligible ones; for a result whose interval is not ``"bernstein"``,
+    else the family test); ``None``: :data:`ELIGIBILITY_CONTROL`, ``"family"``
+    (false-discovery control removed more rows and gained less on the detection
+    benchmark, docs/benchmarks.md).
     """
     threshold = getattr(values, "threshold", None)
     if threshold is None:

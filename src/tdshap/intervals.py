@@ -134,8 +134,14 @@ def half_widths(
         with np.errstate(invalid="ignore", divide="ignore"):
             return (np.sqrt(2.0 * log_term) * se
                     + 7.0 * width * log_term / (3.0 * (counts - 1)))
+    return student_t.ppf(1 - alpha / 2, _t_df(counts, variances, method, prior_df)) * se
+
+
+def _t_df(counts: np.ndarray, variances: np.ndarray, method: str,
+          prior_df: float) -> np.ndarray:
+    """The t degrees of freedom of each row's interval (1 where it has none)."""
     _, df = _variance_and_df(counts, variances, method, prior_df)
-    return student_t.ppf(1 - alpha / 2, np.where(np.isfinite(df), df, 1.0)) * se
+    return np.where(np.isfinite(df), df, 1.0)
 
 
 def upper_p_values(values: np.ndarray, threshold: float, counts: np.ndarray,
@@ -157,9 +163,6 @@ def upper_p_values(values: np.ndarray, threshold: float, counts: np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore"):
         # a row without spread (se 0) is surely on its side of the threshold
         z = np.where(se > 0, gap / se, np.where(gap > 0, np.inf, -np.inf))
-    if method == "normal":
-        p = norm.sf(z)
-    else:
-        _, df = _variance_and_df(counts, variances, method, prior_df)
-        p = student_t.sf(z, np.where(np.isfinite(df), df, 1.0))
+    p = norm.sf(z) if method == "normal" else student_t.sf(
+        z, _t_df(counts, variances, method, prior_df))
     return np.where(np.isfinite(se), p, np.nan)

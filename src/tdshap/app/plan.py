@@ -299,6 +299,13 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     # the closed form takes a Pipeline ending in a k-NN (its steps transform X first):
     # timed on its k-NN and the raw rows
     searched = knn_step(estimator) if closed else estimator
+    # the exact search, timed on a sample of queries: the valuation's (unless it is
+    # approximate) and always the cleansing cuts' (their scores are the user's model's)
+    t0 = time.perf_counter()
+    lists = NeighborLists(searched, X, y, queries=X[sample])
+    exact_per_row = (time.perf_counter() - t0) / len(sample)
+    search_s = exact_per_row * n
+    scored, truth, drawn = np.arange(len(sample)), y[sample], n
     approximate = valuer.neighbor_search == "approximate"
     if approximate:
         # a graph over a sample of rows, scaled by N log N (the graph's cost): the
@@ -310,20 +317,11 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         growth = n * np.log(max(n, 2)) / (m * np.log(max(m, 2)))
         search_s = (time.perf_counter() - t0) * growth
         scored, truth, drawn = np.arange(min(m, len(sample))), y[part], m
-    else:
-        t0 = time.perf_counter()
-        lists = NeighborLists(searched, X, y, queries=X[sample])
-        search_s = (time.perf_counter() - t0) / len(sample) * n
-        scored, truth, drawn = np.arange(len(sample)), y[sample], n
     counts = np.bincount(rng.choice(drawn, size=drawn, replace=True), minlength=drawn)
     t0 = time.perf_counter()
     lists.row_scores(counts, scored, truth[scored],
                      "true_class_proba" if closed else valuer.row_metric())
     per_row = (time.perf_counter() - t0) / len(scored)
-    # the cleansing cuts search their validation/test rows exactly (the scores a user
-    # reads are their model's): brute force over the N rows
-    exact_per_row = search_s / n if not approximate else _exact_search_per_row(
-        searched, X, y, sample)
     cleansing = grid * per_row * held + exact_per_row * held
     then = ("the out-of-bag values in closed form, no bag" if closed
             else "no refit per bag")
@@ -338,15 +336,6 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
               f"then {then}"),
         setup_seconds=search_s, cleansing_seconds=cleansing,
         refit_seconds=None if closed else bags * refit_bag + refit_cleansing)
-
-
-def _exact_search_per_row(estimator: Any, X: np.ndarray, y: np.ndarray,
-                          sample: np.ndarray) -> float:
-    from tdshap.utility.fast.neighbor_lists import NeighborLists
-
-    t0 = time.perf_counter()
-    NeighborLists(estimator, X, y, queries=X[sample])
-    return (time.perf_counter() - t0) / len(sample)
 
 
 def plan(

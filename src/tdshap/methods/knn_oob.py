@@ -219,7 +219,6 @@ class KNNOutOfBag(DirectValuation):
         except NotEligible as why:
             raise ValueError(f"KNNOutOfBag cannot use this model: {why}") from None
         k = lists.k
-        approx = "approximate, " if self.neighbor_search == "approximate" else ""
         same = lists.codes[lists.index] == lists.codes[:, None]
         values, variances, tail = bag_reward_moments(same, k)
         self.n_neighbors_ = k
@@ -231,8 +230,6 @@ class KNNOutOfBag(DirectValuation):
                             "tail_weight": tail, "validation_free": True,
                             "search_seconds": lists.search_seconds,
                             "neighbor_search": self.neighbor_search,
-                            "path_note": (f"k-NN neighbour lists ({approx}{lists.depth} "
-                                          "nearest rows of each row, searched once in "
-                                          f"{lists.search_seconds:.1f} s): the out-of-bag "
-                                          "values in closed form, no bag")})
+                            "path_note": f"{lists.describe()}: the out-of-bag values in "
+                                         "closed form, no bag"})
         return self

@@ -15,9 +15,9 @@ What that costs and how it is bounded:
   distances are then recomputed exactly in float64 and the lists sorted by
   them (ties by row number), as the exact search's are. So a list holds true
   distances in the true order; what it may lack is a row that the graph did
-  not reach. On ``make_classification`` (20 features) the settings below found
-  99.99% of the 7 nearest rows and 99.7% of the 37 nearest at 100,000 rows
-  (``benchmarks/scale.py --recall``).
+  not reach. On ``make_classification`` (20 features) the lists held 99.99%,
+  99.79% and 99.40% of the exact 36-row lists' rows at 1,000, 10,000 and 100,000
+  rows (``benchmarks/scale.py``, the ``default_approx`` cells' list recall).
 * A model "fitted" on a subset predicts from those lists, so its predictions
   are those of a k-NN on approximately nearest rows, not always scikit-learn's
   refit: the run's path note says "approximate". Valuations use it (a ranking
@@ -29,8 +29,9 @@ What that costs and how it is bounded:
 * A query for which the graph returns fewer candidates than asked (tiny or
   degenerate data) is searched exactly instead.
 * From 20,000 queries on, they are searched region by region (k-means clusters
-  of a sample): the same candidates, in 0.57x the time at 300,000 rows, because
-  queries from one region reuse the part of the graph already in the caches.
+  of a sample): the same candidates in less time, because queries from one region
+  reuse the part of the graph already in the caches (``benchmarks/scale.py
+  --locality-check N`` times both orders and checks the candidates are equal).
 
 faiss is an optional dependency: ``pip install 'tdshap[scale]'``.
 """
@@ -51,6 +52,11 @@ EF_CONSTRUCTION = 64
 EF_SEARCH = 96
 #: candidates asked for beyond the list's length, re-sorted by exact distance
 CANDIDATE_MARGIN = 8
+#: queries from which they are searched region by region (see locality_order)
+LOCALITY_FROM = 20_000
+#: rows the regions are learned from, and rows per region
+LOCALITY_SAMPLE = 50_000
+LOCALITY_REGION = 1_000
 #: what to tell a user without faiss
 INSTALL_HINT = "pip install 'tdshap[scale]' (or pip install faiss-cpu)"
 
@@ -92,21 +98,13 @@ def _threads(faiss: Any, n: int) -> Iterator[None]:
         faiss.omp_set_num_threads(before)
 
 
-#: queries from which they are searched region by region (see locality_order)
-LOCALITY_FROM = 20_000
-#: rows the regions are learned from, and rows per region
-LOCALITY_SAMPLE = 50_000
-LOCALITY_REGION = 1_000
-
-
 def locality_order(Q: np.ndarray) -> np.ndarray:
     """An order of the query rows that takes them region by region (k-means clusters
     learned on a sample), or their own order below :data:`LOCALITY_FROM` rows.
 
     Each query is searched on its own, so its candidates do not depend on the order;
     but queries from one region walk the same part of the graph, which then stays in
-    the caches: at 300,000 rows the searches took 23.5 s in this order against 40.9 s
-    in the rows' own order, with identical results.
+    the caches (measured by ``benchmarks/scale.py --locality-check``).
     """
     m = len(Q)
     if m < LOCALITY_FROM:
@@ -133,7 +131,9 @@ class CandidateGraph:
         # centred and scaled by a power of two first (distances keep their order; the
         # lists' distances are recomputed from the original rows)
         self.centre = X.mean(axis=0) if len(X) else np.zeros(X.shape[1])
-        spread = float(np.max(np.abs(X - self.centre))) if X.size else 0.0
+        # the largest |x - centre| from the columns' ends (no copy of X)
+        spread = float(np.max(np.maximum(X.max(axis=0) - self.centre,
+                                         self.centre - X.min(axis=0)))) if X.size else 0.0
         self.scale = 2.0 ** -np.floor(np.log2(spread)) if spread > 0 else 1.0
         self.graph = faiss.IndexHNSWFlat(X.shape[1], HNSW_M)
         self.graph.hnsw.efConstruction = EF_CONSTRUCTION

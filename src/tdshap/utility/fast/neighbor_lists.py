@@ -202,6 +202,13 @@ class NeighborLists:
         dist2 = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, self.depth))
         return index, dist2
 
+    def describe(self, where: str = "") -> str:
+        """The lists in words, for a run's path note (``where``: where they were searched)."""
+        how = ("approximate: a graph index's candidates re-sorted by exact distance, "
+               if self.search == "approximate" else "")
+        return (f"k-NN neighbour lists ({how}{self.depth} nearest rows of each row, searched "
+                f"once{where} in {self.search_seconds:.1f} s, {self.bytes / 2**20:.0f} MiB)")
+
     # -- predictions --------------------------------------------------------
     def neighbours(self, counts: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(nbr, ok)``: the training rows filling the k slots of each query in ``rows``
@@ -322,20 +329,16 @@ def oob_lists(estimator: Any, X: np.ndarray, y: np.ndarray, fast_path: Any,
         raise ValueError(f"fast_path={fast_path!r} must be True or False.")
     if not fast_path:
         return None, "refit every bag (fast_path=False)"
-    dask = executor if isinstance(executor, DaskExecutor) and search == "exact" else None
+    dask = executor if isinstance(executor, DaskExecutor) else None
+    on_workers = dask is not None and search == "exact"
     try:
-        lists = NeighborLists(estimator, X, y, client=None if dask is None else dask.client,
-                              search=search)
+        lists = NeighborLists(estimator, X, y, client=dask.client if dask and on_workers
+                              else None, search=search)
     except NotEligible as why:
         return None, f"refit every bag: {why}"
-    where = "" if dask is None else f" on {dask.n_workers} Dask workers"
-    if isinstance(executor, DaskExecutor) and search == "approximate":
-        where = " in this process (the approximate search does not use the Dask workers)"
-    how = ("approximate: a graph index's candidates re-sorted by exact distance, "
-           if search == "approximate" else "")
-    return lists, (f"k-NN neighbour lists ({how}{lists.depth} nearest rows of each row, "
-                   f"searched once{where} in {lists.search_seconds:.1f} s, "
-                   f"{lists.bytes / 2**20:.0f} MiB): no refit per bag")
+    where = ("" if dask is None else f" on {dask.n_workers} Dask workers" if on_workers
+             else " in this process (the approximate search does not use the Dask workers)")
+    return lists, f"{lists.describe(where)}: no refit per bag"
 
 
 class ListedModel:
