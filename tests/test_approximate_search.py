@@ -192,7 +192,8 @@ def test_searching_region_by_region_gives_the_same_lists(monkeypatch) -> None:
 def test_a_long_exact_search_suggests_the_approximate_one(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr("tdshap.app.plan.SUGGEST_APPROXIMATE_S", 0.0)
     X, y = _noisy(300)
-    out = _clean(X, y, tmp_path)
+    # thresholding Data-OOB's lists (auto takes exact k-NN Shapley at this size)
+    out = _clean(X, y, tmp_path, "--method", "tdoob")
     assert out.exit_code == 0, out.output
     assert "(--neighbor-search 'approximate' grows about N log N;" in out.output
 

@@ -372,12 +372,17 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "pip install 'tdshap[parquet]'")
 
 
-def test_default_method_is_thresholding_data_oob(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("model", "label", "method"), [
+    ("knn", "exact k-NN Shapley on the training rows", "knn_shapley_train"),
+    ("dtree", "Thresholding Data-OOB", "tdoob"),
+])
+def test_default_method_is_knn_shapley_for_a_knn_else_thresholding_data_oob(
+        tmp_path: Path, model: str, label: str, method: str) -> None:
     write(table(task="regression"), tmp_path / "train.csv")
-    res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", "--no-progress",
-                 cwd=tmp_path)
+    res = tdshap("clean", "train.csv", "--target", "y", "--model", model, "--out", "out",
+                 "--no-progress", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "\nThresholding Data-OOB:" in res.stdout and "valued by tdoob" in res.stdout
+    assert f"\n{label}:" in res.stdout and f"valued by {method}" in res.stdout
     out = tmp_path / "out"
     # short runs, not checkpointed: no run.tdshap
     assert {"cleaned.csv", "values.csv", "report.md"} <= {p.name for p in out.iterdir()}

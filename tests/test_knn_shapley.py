@@ -152,3 +152,97 @@ def test_bad_settings_are_explained(kwargs, match):
     X, y, Xv, yv = tiny_game(0, "classification")
     with pytest.raises(ValueError, match=match):
         KNNShapley(**kwargs).fit(X, y, Xv, yv)
+
+
+# -- the training rows as queries ----------------------------------------------------
+def self_query_utility(X, y, k, task):
+    """U(S) = (1/N) Σ_j U_j(S minus j): every training row a query for the others."""
+    games = [knn_utility(X, y, X[j:j + 1], y[j:j + 1], k, task) for j in range(len(y))]
+
+    def u(subset):
+        return np.mean([g(tuple(i for i in subset if i != j)) for j, g in enumerate(games)])
+
+    return u
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_training_queries_equal_enumerated_shapley(task, seed, k):
+    X, y, _, _ = tiny_game(seed, task)
+    exact, _ = exact_shapley(self_query_utility(X, y, k, task), len(y))
+    got = KNNShapley(n_neighbors=k, task=task, center=False, queries="training").fit(X, y)
+    np.testing.assert_allclose(got.values_, exact, atol=1e-12)
+
+
+def test_training_queries_never_see_the_validation_rows():
+    X, y, Xv, yv = tiny_game(2, "classification", n=60, n_val=20)
+    alone = KNNShapley(queries="training", batch_size=7).fit(X, y).result_
+    given = KNNShapley(queries="training").fit(X, y, Xv, yv).result_
+    np.testing.assert_allclose(alone.values, given.values, atol=1e-15)
+    assert alone.extra["validation_free"] and alone.extra["eligible_by"] == "value"
+    assert (alone.counts == 60).all()
+    # the variances are the spread of the rows' contributions over the 60 queries
+    Xa, ya = np.asarray(X), np.asarray(y)
+    per_query = KNNShapley._chunk(Xa, ya, Xa, ya, 5, "classification", np.arange(60))
+    np.testing.assert_allclose(alone.values, per_query.mean(axis=0), atol=1e-15)
+    np.testing.assert_allclose(alone.variances, per_query.var(axis=0, ddof=1), atol=1e-15)
+    assert (per_query[np.arange(60), np.arange(60)] == 0).all()  # no row queries itself
+
+
+def test_training_queries_cut_takes_the_rows_below_tau():
+    from tdshap.cut import eligible_rows
+
+    X, y, _, _ = tiny_game(4, "classification", n=80)
+    r = KNNShapley(queries="training").fit(X, y).result_
+    below = r.values < 0
+    assert below.any() and (below & ~r.is_credibly_harmful).any()  # intervals wider than 0
+    np.testing.assert_array_equal(eligible_rows(r), below)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "data", "match"),
+    [
+        ({"queries": "test"}, "full", "queries="),
+        ({}, "no_validation", "needs X_val and y_val"),
+        ({"queries": "training"}, "one_row", "at least 2 training rows"),
+    ],
+)
+def test_bad_queries_are_explained(kwargs, data, match):
+    X, y, Xv, yv = tiny_game(0, "classification")
+    args = {"full": (X, y, Xv, yv), "no_validation": (X, y), "one_row": (X[:1], y[:1])}[data]
+    with pytest.raises(ValueError, match=match):
+        KNNShapley(**kwargs).fit(*args)
+
+
+def test_find_harmful_defaults_value_a_knn_by_its_training_queries():
+    from tdshap import find_harmful
+    from tdshap.app.report import text_report
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(-2, 1, (150, 2)), rng.normal(2, 1, (150, 2))])
+    y = np.repeat([0, 1], 150)
+    order = rng.permutation(len(y))
+    X, y = X[order], y[order]
+    flipped = np.flatnonzero(np.abs(X[:, 0]) > 2)[:6]  # deep inside a blob
+    rows = find_harmful(X, np.where(np.isin(np.arange(len(y)), flipped), 1 - y, y),
+                        KNeighborsClassifier(5), random_state=0)
+    run = rows.run
+    assert run.settings["method"].value == "knn_shapley_train"
+    assert run.result.extra["queries"] == "training" and run.result.extra["validation_free"]
+    valued = [i for i in flipped if i in rows.index]
+    assert valued and set(valued) <= set(rows["value"].nsmallest(len(valued) + 2).index)
+    text = text_report(run)
+    assert "exact k-NN Shapley on the training rows" in text
+    assert "the values are exact for these rows" in text
+
+
+def test_a_time_budget_below_the_closed_form_is_refused_before_it_runs():
+    from tdshap import find_harmful
+
+    X, y, _, _ = tiny_game(1, "classification", n=200)
+    with pytest.raises(ValueError, match=r"closed form that cannot stop part-way.*time_budget"):
+        find_harmful(X, y, KNeighborsClassifier(5), time_budget=1e-9)
+    # the bandit stops at a budget: its first pass is what is checked
+    with pytest.raises(ValueError, match="first pass"):
+        find_harmful(X, y, KNeighborsClassifier(5), time_budget=1e-9, method="tdoob")

@@ -269,7 +269,7 @@ def test_find_harmful_says_which_path_before_and_after(monkeypatch: pytest.Monke
     from tdshap.app.report import text_report
 
     X, y = _classes(400, seed=11)
-    rows = find_harmful(X, y, max_iter=5)
+    rows = find_harmful(X, y, max_iter=5, method="tdoob")  # auto: a closed form here
     assert rows.run is not None
     estimate = rows.run.extra["estimate"]
     line = estimate.line(None)
@@ -284,7 +284,7 @@ def test_find_harmful_says_which_path_before_and_after(monkeypatch: pytest.Monke
     assert "path: refit every bag: DecisionTreeClassifier is not" in \
         tree.run.extra["estimate"].line(None)
     monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", "1e-6")
-    small = find_harmful(X, y, max_iter=5, cleanse=False)
+    small = find_harmful(X, y, max_iter=5, cleanse=False, method="tdoob")
     assert small.run is not None
     assert "memory budget" in small.run.extra["estimate"].path
     assert "memory budget" in small.run.result.extra["path_note"]

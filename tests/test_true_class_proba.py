@@ -106,6 +106,39 @@ def test_auto_method_is_thresholding_data_oob_and_tdshap_keeps_the_metric() -> N
     assert paper.metric == "accuracy"
 
 
+def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from tdshap.app.valuer import KNN_SHAPLEY_MAX_ROWS
+    from tdshap.methods import KNNShapley
+
+    small, large = 300, KNN_SHAPLEY_MAX_ROWS + 1
+    for knn in (KNeighborsClassifier(), KNeighborsRegressor(3),
+                make_pipeline(StandardScaler(), KNeighborsClassifier())):
+        assert choose_method(knn, "auto", small)[0] == "knn_shapley_train"
+        assert choose_method(knn, "auto", KNN_SHAPLEY_MAX_ROWS)[0] == "knn_shapley_train"
+        assert choose_method(knn, "auto", large)[0] == "tdoob"  # N^2 log N: too slow
+        assert choose_method(knn, "auto", small, "approximate")[0] == "tdoob"
+    # no closed form: the bandit, as before
+    for other in (DecisionTreeClassifier(), KNeighborsClassifier(weights="distance"),
+                  KNeighborsClassifier(metric="manhattan")):
+        assert choose_method(other, "auto", small)[0] == "tdoob"
+        with pytest.raises(ValueError, match="k-NN models only"):
+            choose_method(other, "knn_shapley_train", small)
+    o = TDShapOptions()
+    v = make_valuer(KNeighborsRegressor(3), "neg_mae", set(), "auto", o, 0, False, {},
+                    n_rows=small)
+    assert isinstance(v.estimator, KNNShapley) and v.estimator.queries == "training"
+    assert v.metric == "neg_mse" and v.estimator.tau == 0.0
+    given = make_valuer(KNeighborsClassifier(), "accuracy", set(), "knn_shapley_train",
+                        TDShapOptions(tau=-0.01), 0, False, {}, n_rows=small)
+    assert given.metric == "true_class_proba" and given.estimator.tau == -0.01
+    with pytest.raises(ValueError, match="neighbor_search"):
+        make_valuer(KNeighborsClassifier(), "accuracy", set(), "knn_shapley_train", o, 0,
+                    False, {}, neighbor_search="approximate", n_rows=small)
+
+
 def test_thresholding_oob_gets_the_users_k_and_max_iter() -> None:
     o = TDShapOptions(k=7, max_iter=3)
     chosen = make_valuer(KNeighborsClassifier(), "accuracy", {"max_iter"}, "auto", o, 0,

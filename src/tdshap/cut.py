@@ -294,7 +294,11 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA,
     interval the result names in ``extra["eligibility_interval"]`` when it
     names one. Only a
     result with a threshold and intervals can say this; a row without an
-    interval is not eligible.
+    interval is not eligible. A result with exact values
+    (``extra["eligible_by"] == "value"``: :class:`~tdshap.methods.KNNShapley`
+    on training queries) has its rows below the threshold eligible as they
+    are; the named comparison on the validation rows is then what guards the
+    cut.
 
     ``control``: ``"family"`` (the Bonferroni test above) or ``"false_discovery"``
     (Benjamini-Hochberg at ``alpha`` on each row's one-sided p-value,
@@ -313,6 +317,12 @@ def eligible_rows(values: Any, alpha: float = DEFAULT_ALPHA,
     if control not in CONTROLS:
         raise ValueError(f"control={control!r} must be one of {CONTROLS}.")
     n = len(values.values)
+    if isinstance(values, ValuationResult) and values.extra.get("eligible_by") == "value":
+        # exact values whose intervals describe the sampling of the data, not of the
+        # method (KNNShapley's training queries): the rows below tau, as they are
+        with np.errstate(invalid="ignore"):
+            v = np.asarray(values.values, dtype=float)
+            return np.isfinite(v) & (v < float(threshold))
     if isinstance(values, ValuationResult):
         # a method may name the interval its test should use (see ThresholdingOOB)
         interval = values.extra.get("eligibility_interval", values.interval)

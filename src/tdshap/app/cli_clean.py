@@ -131,8 +131,10 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--metric", help="Default: accuracy (classification), neg_mae "
                      "(regression); or any scikit-learn scorer name."),
         click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
-                     help="auto: thresholding Data-OOB (tdoob: the APT bandit with "
-                     "out-of-bag rewards) for every model; knn_oob: a k-NN classifier's "
+                     help="auto: for a k-NN on at most 5,000 rows, exact k-NN Shapley "
+                     "with the training rows as queries (knn_shapley_train); else "
+                     "thresholding Data-OOB (tdoob: the APT bandit with "
+                     "out-of-bag rewards); knn_oob: a k-NN classifier's "
                      "out-of-bag values in closed form; tdshap: the paper's TDShap with "
                      "--metric."),
         click.option("--neighbor-search", type=click.Choice(SEARCHES), default="exact",

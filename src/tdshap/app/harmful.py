@@ -279,9 +279,12 @@ def find_harmful(
     cleanse:
         Also run the cleansing protocol (adds the ``removed`` column).
     method:
-        ``"auto"``: thresholding Data-OOB
-        (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
-        out-of-bag rewards, ``"tdoob"``) for every model, k-NN through its
+        ``"auto"``: for a k-NN on at most 5,000 rows (exact neighbour search),
+        exact k-NN Shapley with the training rows as queries
+        (``"knn_shapley_train"``: :class:`~tdshap.methods.KNNShapley` with
+        ``queries="training"``, validation-free, in closed form); otherwise
+        thresholding Data-OOB (:class:`~tdshap.methods.tdoob.ThresholdingOOB`:
+        the APT bandit with out-of-bag rewards, ``"tdoob"``), k-NN through its
         neighbour lists; ``"knn_oob"``: a k-NN classifier's out-of-bag values in
         closed form (:class:`~tdshap.methods.KNNOutOfBag`); ``"tdshap"``: the
         paper's TDShap with ``metric``. See
@@ -295,7 +298,8 @@ def find_harmful(
         For a k-NN valued by ``"auto"``/``"tdoob"``/``"knn_oob"``: ``"exact"``
         (default: brute force, grows with N squared) or ``"approximate"`` (a
         graph index, grows about N log N; for 100,000 rows and more; needs
-        ``pip install 'tdshap[scale]'``). Cleansing always searches exactly.
+        ``pip install 'tdshap[scale]'``; ``"auto"`` then takes thresholding
+        Data-OOB). Cleansing always searches exactly.
 
     Returns
     -------

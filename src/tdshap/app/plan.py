@@ -131,6 +131,7 @@ class CostEstimate:
     setup_seconds: float = 0.0  # paid once before the first evaluation (a neighbour search)
     cleansing_seconds: float | None = None  # None: cleansing_fits x seconds_per_evaluation
     refit_seconds: float | None = None  # what refitting every evaluation would cost instead
+    setup_what: str = "a neighbour search"  # what the setup seconds pay for
 
     @property
     def seconds(self) -> float:
@@ -141,7 +142,7 @@ class CostEstimate:
     def line(self, time_budget: float | None) -> str:
         per = self.seconds_per_evaluation
         budget = f", stopped by the time budget of {time_budget:g} s" if time_budget else ""
-        setup = (f"a neighbour search ({_duration(self.setup_seconds)}) + "
+        setup = (f"{self.setup_what} ({_duration(self.setup_seconds)}) + "
                  if self.setup_seconds else "")
         cuts = self.cleansing_seconds
         cleansing = (f"{self.cleansing_fits:,} cleansing fits x {per * 1e3:.3g} ms each"
@@ -255,6 +256,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
 
     from tdshap.cleansing import removal_grid
     from tdshap.methods.knn_oob import knn_step
+    from tdshap.methods.knn_shapley import KNNShapley, knn_shapley_task
     from tdshap.utility.base import describe_error
     from tdshap.utility.fast.approximate_search import INSTALL_HINT
     from tdshap.utility.fast.base import one_thread_if_small
@@ -264,7 +266,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     n = len(y)
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(n, size=min(n, ESTIMATE_SAMPLE), replace=False))
-    closed = valuer.algorithm == "knn_oob"  # the bags' average in closed form: no bag
+    # a closed form (the bags' average, or exact k-NN Shapley): no bag
+    closed = valuer.algorithm in ("knn_oob", "knn_shapley")
+    shapley = valuer.algorithm == "knn_shapley"
     k = 1 if closed else valuer.k_
     init = 0 if closed else -(-n // k)
     bags = 0 if closed else init + (valuer.max_iter or 0)
@@ -291,8 +295,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                               f"({errors[0]}): fix the model or its parameters.")
     refit_bag = fit_s + predict_s * out_rows
     refit_cleansing = grid * (fit_s + predict_s * held)
+    search = getattr(valuer, "neighbor_search", "exact")
     problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path,
-                                                    X.shape[1], valuer.neighbor_search)
+                                                    X.shape[1], search)
     if problem is not None:
         return CostEstimate(refit_bag, bags, init, grid, 2, path=f"refit every bag: {problem}",
                             cleansing_seconds=refit_cleansing)
@@ -306,8 +311,16 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     exact_per_row = (time.perf_counter() - t0) / len(sample)
     search_s = exact_per_row * n
     scored, truth, drawn = np.arange(len(sample)), y[sample], n
-    approximate = valuer.neighbor_search == "approximate"
-    if approximate:
+    approximate = search == "approximate"
+    if shapley:
+        # N sorts of N rows: a sample of the queries, timed, scaled by N
+        few = sample[:min(len(sample), 64)]
+        task = knn_shapley_task(estimator)
+        target = y if task == "classification" else np.asarray(y, dtype=float)
+        t0 = time.perf_counter()
+        KNNShapley._chunk(X, target, X[few], target[few], int(searched.n_neighbors), task, few)
+        search_s = (time.perf_counter() - t0) / len(few) * n
+    elif approximate:
         # a graph over a sample of rows, scaled by N log N (the graph's cost): the
         # queries' lists index the sample, so the bag below is drawn over it
         part = np.sort(rng.choice(n, size=min(n, APPROXIMATE_SAMPLE), replace=False))
@@ -319,8 +332,10 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         scored, truth, drawn = np.arange(min(m, len(sample))), y[part], m
     counts = np.bincount(rng.choice(drawn, size=drawn, replace=True), minlength=drawn)
     t0 = time.perf_counter()
+    closed_metric = ("neg_mse" if shapley and knn_shapley_task(estimator) == "regression"
+                     else "true_class_proba")
     lists.row_scores(counts, scored, truth[scored],
-                     "true_class_proba" if closed else valuer.row_metric())
+                     closed_metric if closed else valuer.row_metric())
     per_row = (time.perf_counter() - t0) / len(scored)
     cleansing = grid * per_row * held + exact_per_row * held
     then = ("the out-of-bag values in closed form, no bag" if closed
@@ -330,12 +345,17 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     hint = ""
     if not approximate and search_s > SUGGEST_APPROXIMATE_S:
         hint = f" (`neighbor_search` 'approximate' grows about N log N; {INSTALL_HINT})"
+    path = (f"k-NN neighbour lists, searched once for the {n:,} rows ({how}){hint}, "
+            f"then {then}")
+    if shapley:
+        path = (f"exact k-NN Shapley in closed form: every one of the {n:,} rows sorts the "
+                "others (cost grows with N squared log N), no model fitted")
     return CostEstimate(
         per_row * out_rows, bags, init, grid, 2,
-        path=(f"k-NN neighbour lists, searched once for the {n:,} rows ({how}){hint}, "
-              f"then {then}"),
+        path=path,
         setup_seconds=search_s, cleansing_seconds=cleansing,
-        refit_seconds=None if closed else bags * refit_bag + refit_cleansing)
+        refit_seconds=None if closed else bags * refit_bag + refit_cleansing,
+        setup_what="the closed form" if shapley else "a neighbour search")
 
 
 def plan(
@@ -393,7 +413,7 @@ def plan(
                              "neighbor_search") from None
     valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
                          {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
-                          "resume": True if resume else None}, neighbor_search)
+                          "resume": True if resume else None}, neighbor_search, n)
     if o.time_budget is not None and o.time_budget <= 0:
         raise ParameterError(f"time_budget={o.time_budget} must be > 0 seconds.",
                              "time_budget")
@@ -423,6 +443,13 @@ def plan(
                                data.X_val, data.y_val, run_seed=seed)
         estimate = _estimate(utility, tdshap, data, do_cleanse, seed)
     init_seconds = estimate.init_evaluations * estimate.seconds_per_evaluation
+    if (o.time_budget is not None and not estimate.evaluations
+            and estimate.setup_seconds > o.time_budget):
+        raise ParameterError(
+            f"the valuation ({valuer.method}, a closed form that cannot stop part-way) needs "
+            f"about {estimate.setup_seconds:.2g} s, more than `time_budget` of "
+            f"{o.time_budget:g} s: raise the budget, or choose `method` 'tdoob' (a bandit "
+            "that stops at the budget).", "time_budget", "method")
     if o.time_budget is not None and init_seconds > o.time_budget and not resume:
         raise ParameterError(
             f"the first pass over the N={n} rows ({estimate.init_evaluations:,} evaluations, "
@@ -497,13 +524,16 @@ def execute(p: RunPlan) -> HarmfulRun:
 def _method_settings(method: str, valuer: Any, o: TDShapOptions,
                      given: set[str]) -> dict[str, Setting]:
     """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
-    if method == "knn_oob":
-        unused = "not used: the out-of-bag values are in closed form"
+    if method in ("knn_oob", "knn_shapley_train"):
+        closed = {"knn_oob": ("the out-of-bag values are in closed form", "auto: chance "
+                              "(1 / classes)"),
+                  "knn_shapley_train": ("the Shapley values are exact", "auto: 0, a row whose "
+                                        "removal helps the other rows' predictions")}
+        unused, auto = closed[method]
         return {
-            "tau": Setting(valuer.tau_, o.tau != "auto", _auto_note(
-                o.tau, "auto: chance (1 / classes)")),
-            **{name: Setting(None, False, unused) for name in ("eps", "k", "n_min",
-                                                               "max_iter")},
+            "tau": Setting(valuer.result_.threshold, o.tau != "auto", _auto_note(o.tau, auto)),
+            **{name: Setting(None, False, f"not used: {unused}")
+               for name in ("eps", "k", "n_min", "max_iter")},
         }
     if method == "tdoob":
         return {

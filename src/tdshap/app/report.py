@@ -35,7 +35,8 @@ def _fmt(x: Any, digits: int = 4) -> str:
 
 
 METHOD_LABELS = {"tdshap": "TDShap", "tdoob": "Thresholding Data-OOB",
-                 "knn_oob": "k-NN out-of-bag values in closed form"}
+                 "knn_oob": "k-NN out-of-bag values in closed form",
+                 "knn_shapley_train": "exact k-NN Shapley on the training rows"}
 
 
 def method_label(run: HarmfulRun) -> str:
@@ -46,7 +47,7 @@ def method_label(run: HarmfulRun) -> str:
 
 def headline(run: HarmfulRun) -> str:
     r = run.result
-    if r.algorithm == "knn_oob":
+    if r.algorithm in ("knn_oob", "knn_shapley"):
         return (f"{int(r.is_harmful.sum())} of {len(r)} training rows look harmful "
                 f"(value <= tau = {_fmt(r.threshold)}; the values are exact)")
     return (f"{int(r.is_harmful.sum())} of {len(r)} training rows look harmful "
@@ -66,6 +67,13 @@ def certainty_line(run: HarmfulRun) -> str:
         return ("the values are the k-NN's expected out-of-bag probability of each row's own "
                 "label, in closed form (no sampling, so no interval): a flagged row is below "
                 "tau exactly; whether removing them helps is the cut's test below")
+    if r.algorithm == "knn_shapley":
+        sure = int(np.sum(flagged & r.is_credibly_harmful))
+        return (f"the values are exact for these rows (each row's mean effect on the k-NN's "
+                f"predictions of the other {len(r) - 1:,}); {sure} of the flagged rows stay "
+                f"below tau across the whole {100 * r.confidence:g}% interval of that mean "
+                "over the rows queried; whether removing the flagged rows helps is the cut's "
+                "test below")
     sure = int(np.sum(flagged & r.is_credibly_harmful))
     single = int(np.sum(flagged & (r.counts < 2)))
     unknown = int(np.sum(flagged & ~np.isfinite(r.ci_high)))
@@ -150,6 +158,9 @@ def cost_line(run: HarmfulRun) -> str:
     listed = run.cleansing is not None and "neighbour lists" in str(
         run.cleansing.extra.get("path_note"))
     cuts = f"{grid} cuts from the k-NN neighbour lists" if listed else f"{grid} fits"
+    if r.algorithm == "knn_shapley":
+        return (f"valuation in closed form (every row's neighbours sorted, no model fitted) "
+                f"in {r.wall_seconds:.2f} s; cleansing {cuts}; total {run.seconds:.1f} s")
     if r.algorithm == "knn_oob":
         return (f"valuation in closed form (one neighbour search, no bag) in "
                 f"{r.wall_seconds:.2f} s; cleansing {cuts}; total {run.seconds:.1f} s")
