@@ -246,3 +246,53 @@ def test_a_time_budget_below_the_closed_form_is_refused_before_it_runs():
     # the bandit stops at a budget: its first pass is what is checked
     with pytest.raises(ValueError, match="first pass"):
         find_harmful(X, y, KNeighborsClassifier(5), time_budget=1e-9, method="tdoob")
+
+
+def test_find_harmful_values_another_classifier_by_a_knn_proxy_and_cuts_with_it():
+    from sklearn.datasets import make_classification
+
+    from tdshap import find_harmful
+    from tdshap.app.report import text_report
+
+    X, y = make_classification(400, 6, n_informative=4, class_sep=1.5, random_state=0)
+    X[:, 0] *= 1000.0  # features on very different scales: the proxy standardises them
+    flipped = np.random.default_rng(0).choice(200, 20, replace=False)
+    y_train = y[:200].copy()
+    y_train[flipped] = 1 - y_train[flipped]
+    tree = DecisionTreeClassifier(max_depth=5, random_state=0)
+    rows = find_harmful(X[:200], y_train, tree, X_val=X[200:300], y_val=y[200:300],
+                        X_test=X[300:], y_test=y[300:], random_state=0)
+    run = rows.run
+    assert run.settings["method"].value == "knn_shapley_proxy"
+    # the same values as the 5-NN of the standardised rows
+    scaler = StandardScaler().fit(X[:200])
+    alone = KNNShapley(n_neighbors=5, queries="training").fit(scaler.transform(X[:200]),
+                                                              y_train)
+    np.testing.assert_allclose(run.result.values, alone.values_, atol=1e-15)
+    lowest = np.argsort(run.result.values)[:20]
+    assert np.isin(lowest, flipped).mean() >= 0.7
+    # the cut refits the tree (no neighbour lists for it)
+    assert run.cleansing is not None and run.cleansing.extra["n_fits"] > 0
+    assert "refit every cut" in str(run.cleansing.extra["path_note"])
+    text = text_report(run)
+    assert "a proxy for the model" in text and "standing in for the model" in text
+    line = run.extra["estimate"].line(None)
+    assert "a proxy that fits no DecisionTreeClassifier" in line
+
+
+def test_a_cut_that_leaves_one_class_is_that_class_not_a_failure():
+    from sklearn.linear_model import LogisticRegression
+
+    from tdshap import find_harmful
+
+    # 2% minority: both valuations rank the minority rows lowest, and the cuts that
+    # remove them all leave logistic regression one class, which it refuses to fit
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4))
+    y = (rng.random(500) < 0.02).astype(int)
+    y[:4] = 1
+    for method in ("auto", "tdoob"):
+        rows = find_harmful(X, y, LogisticRegression(), random_state=0, method=method)
+        c = rows.run.cleansing
+        assert c is not None and c.extra["n_one_class_fits"] > 0
+        assert c.extra["n_failed_fits"] == 0

@@ -279,7 +279,7 @@ def test_find_harmful_says_which_path_before_and_after(monkeypatch: pytest.Monke
     assert "paths taken: valuation: k-NN neighbour lists" in report
     assert "cleansing: k-NN neighbour lists" in report
 
-    tree = find_harmful(X, y, "dtree", max_iter=5, cleanse=False)
+    tree = find_harmful(X, y, "dtree", max_iter=5, cleanse=False, method="tdoob")
     assert tree.run is not None
     assert "path: refit every bag: DecisionTreeClassifier is not" in \
         tree.run.extra["estimate"].line(None)

@@ -120,12 +120,25 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
         assert choose_method(knn, "auto", KNN_SHAPLEY_MAX_ROWS)[0] == "knn_shapley_train"
         assert choose_method(knn, "auto", large)[0] == "tdoob"  # N^2 log N: too slow
         assert choose_method(knn, "auto", small, "approximate")[0] == "tdoob"
-    # no closed form: the bandit, as before
-    for other in (DecisionTreeClassifier(), KNeighborsClassifier(weights="distance"),
+    # another classifier: a 5-NN of the standardised rows stands in for it; a regressor
+    # that is not a k-NN: the bandit, as before
+    for other in (DecisionTreeClassifier(), LogisticRegression(),
+                  KNeighborsClassifier(weights="distance"),
                   KNeighborsClassifier(metric="manhattan")):
-        assert choose_method(other, "auto", small)[0] == "tdoob"
+        assert choose_method(other, "auto", small)[0] == "knn_shapley_proxy"
+        assert choose_method(other, "auto", large)[0] == "tdoob"
         with pytest.raises(ValueError, match="k-NN models only"):
             choose_method(other, "knn_shapley_train", small)
+    from sklearn.tree import DecisionTreeRegressor
+
+    assert choose_method(DecisionTreeRegressor(), "auto", small)[0] == "tdoob"
+    with pytest.raises(ValueError, match="classifiers only"):
+        choose_method(DecisionTreeRegressor(), "knn_shapley_proxy", small)
+    proxy = make_valuer(DecisionTreeClassifier(), "accuracy", set(), "auto", TDShapOptions(),
+                        0, False, {}, n_rows=small)
+    assert proxy.method == "knn_shapley_proxy" and proxy.metric == "true_class_proba"
+    assert isinstance(proxy.estimator, KNNShapley) and proxy.estimator.queries == "training"
+    assert proxy.estimator.estimator[-1].n_neighbors == 5  # scaler, then the 5-NN
     o = TDShapOptions()
     v = make_valuer(KNeighborsRegressor(3), "neg_mae", set(), "auto", o, 0, False, {},
                     n_rows=small)

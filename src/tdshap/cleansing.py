@@ -165,7 +165,9 @@ def cleanse(
     A grid model that cannot be fitted is scored as the valuation scores one
     (``on_error``, see :class:`tdshap.utility.base.Utility`): by the best
     constant prediction for its rows; ``extra`` counts such fits
-    (``n_failed_fits``) and keeps the first error (``first_error``).
+    (``n_failed_fits``) and keeps the first error (``first_error``). A cut that
+    leaves a classifier one class is scored as that class, without a fit and
+    without counting as failed (``n_one_class_fits``).
     """
     if on_error not in ("raise", "fallback"):
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
@@ -231,10 +233,17 @@ def cleanse(
     # k-NN scored from predictions: neighbour lists searched once instead of a refit per cut
     fits = RemovalFits(estimator, Xa, ya, [Xv] + ([Xt] if has_test else []),
                        spec.from_predictions is not None)
+    one_class = 0
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         try:
-            model = fits(keep, dict.fromkeys(seed_params, seed))
+            if classes is not None and len(np.unique(ya[keep])) < 2:
+                # a classifier left one class predicts it: many refuse to fit, which is
+                # no failure of the model (imbalanced data cut down to its majority)
+                model = fallback_model(ya[keep], classes)
+                one_class += 1
+            else:
+                model = fits(keep, dict.fromkeys(seed_params, seed))
             val_score, pred, test_score = scored(model)
         except Exception as err:
             if on_error == "raise":
@@ -295,6 +304,7 @@ def cleanse(
         rule=rule,
         evidence=evidence,
         extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error,
+               "n_one_class_fits": one_class,
                "path_note": fits.note, "refit_rows": fits.refit_rows},
     )
 

@@ -282,12 +282,15 @@ def find_harmful(
         ``"auto"``: for a k-NN on at most 5,000 rows (exact neighbour search),
         exact k-NN Shapley with the training rows as queries
         (``"knn_shapley_train"``: :class:`~tdshap.methods.KNNShapley` with
-        ``queries="training"``, validation-free, in closed form); otherwise
-        thresholding Data-OOB (:class:`~tdshap.methods.tdoob.ThresholdingOOB`:
-        the APT bandit with out-of-bag rewards, ``"tdoob"``), k-NN through its
-        neighbour lists; ``"knn_oob"``: a k-NN classifier's out-of-bag values in
-        closed form (:class:`~tdshap.methods.KNNOutOfBag`); ``"tdshap"``: the
-        paper's TDShap with ``metric``. See
+        ``queries="training"``, validation-free, in closed form); for another
+        classifier on at most 5,000 rows, the same values of a 5-NN of the
+        standardised rows standing in for it (``"knn_shapley_proxy"``; the cut
+        refits the model itself); otherwise thresholding Data-OOB
+        (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
+        out-of-bag rewards, ``"tdoob"``), k-NN through its neighbour lists;
+        ``"knn_oob"``: a k-NN classifier's out-of-bag values in closed form
+        (:class:`~tdshap.methods.KNNOutOfBag`); ``"tdshap"``: the paper's TDShap
+        with ``metric``. See
         :mod:`tdshap.app.valuer` for the measurements behind the choice.
     cut:
         How many rows cleansing removes: ``"one_se"`` (default) only when the

@@ -242,6 +242,26 @@ SUGGEST_APPROXIMATE_S = 60.0
 OUT_OF_BAG = 0.368
 
 
+def _name(estimator: Any) -> str:
+    return type(estimator).__name__
+
+
+def _closed_shapley_seconds(knn: Any, X: np.ndarray, y: np.ndarray,
+                            sample: np.ndarray) -> float:
+    """Exact k-NN Shapley on the training rows (``knn``'s k and task): N sorts of N rows,
+    timed on a few of ``sample``'s queries and scaled by N."""
+    from tdshap.methods.knn_oob import knn_step
+    from tdshap.methods.knn_shapley import KNNShapley, knn_shapley_task
+
+    few = sample[:min(len(sample), 64)]
+    task = knn_shapley_task(knn)
+    target = y if task == "classification" else np.asarray(y, dtype=float)
+    t0 = time.perf_counter()
+    KNNShapley._chunk(X, target, X[few], target[few], int(knn_step(knn).n_neighbors), task,
+                      few)
+    return (time.perf_counter() - t0) / len(few) * len(y)
+
+
 def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: bool,
                    seed: int) -> CostEstimate:
     """Time thresholding Data-OOB's bags on a sample of rows and extrapolate to N.
@@ -256,7 +276,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
 
     from tdshap.cleansing import removal_grid
     from tdshap.methods.knn_oob import knn_step
-    from tdshap.methods.knn_shapley import KNNShapley, knn_shapley_task
+    from tdshap.methods.knn_shapley import knn_shapley_problem, knn_shapley_task
     from tdshap.utility.base import describe_error
     from tdshap.utility.fast.approximate_search import INSTALL_HINT
     from tdshap.utility.fast.base import one_thread_if_small
@@ -295,6 +315,18 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                               f"({errors[0]}): fix the model or its parameters.")
     refit_bag = fit_s + predict_s * out_rows
     refit_cleansing = grid * (fit_s + predict_s * held)
+    if shapley and knn_shapley_problem(estimator) is not None:
+        # a k-NN proxy values the rows of another model: the closed form, then a refit of
+        # the user's model per cut
+        return CostEstimate(
+            0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
+                                                                      sample),
+            cleansing_seconds=refit_cleansing, setup_what="the closed form",
+            path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
+                  f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
+                  f"(every one of the {n:,} rows sorts the others: cost grows with N squared "
+                  "log N)" + (f"; cleansing refits the {_name(estimator)} per cut" if grid
+                              else "")))
     search = getattr(valuer, "neighbor_search", "exact")
     problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path,
                                                     X.shape[1], search)
@@ -313,13 +345,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     scored, truth, drawn = np.arange(len(sample)), y[sample], n
     approximate = search == "approximate"
     if shapley:
-        # N sorts of N rows: a sample of the queries, timed, scaled by N
-        few = sample[:min(len(sample), 64)]
-        task = knn_shapley_task(estimator)
-        target = y if task == "classification" else np.asarray(y, dtype=float)
-        t0 = time.perf_counter()
-        KNNShapley._chunk(X, target, X[few], target[few], int(searched.n_neighbors), task, few)
-        search_s = (time.perf_counter() - t0) / len(few) * n
+        search_s = _closed_shapley_seconds(estimator, X, y, sample)
     elif approximate:
         # a graph over a sample of rows, scaled by N log N (the graph's cost): the
         # queries' lists index the sample, so the bag below is drawn over it
@@ -524,11 +550,12 @@ def execute(p: RunPlan) -> HarmfulRun:
 def _method_settings(method: str, valuer: Any, o: TDShapOptions,
                      given: set[str]) -> dict[str, Setting]:
     """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
-    if method in ("knn_oob", "knn_shapley_train"):
+    if method in ("knn_oob", "knn_shapley_train", "knn_shapley_proxy"):
+        shapley = ("the Shapley values are exact", "auto: 0, a row whose removal helps the "
+                   "other rows' predictions")
         closed = {"knn_oob": ("the out-of-bag values are in closed form", "auto: chance "
                               "(1 / classes)"),
-                  "knn_shapley_train": ("the Shapley values are exact", "auto: 0, a row whose "
-                                        "removal helps the other rows' predictions")}
+                  "knn_shapley_train": shapley, "knn_shapley_proxy": shapley}
         unused, auto = closed[method]
         return {
             "tau": Setting(valuer.result_.threshold, o.tau != "auto", _auto_note(o.tau, auto)),

@@ -36,13 +36,20 @@ def _fmt(x: Any, digits: int = 4) -> str:
 
 METHOD_LABELS = {"tdshap": "TDShap", "tdoob": "Thresholding Data-OOB",
                  "knn_oob": "k-NN out-of-bag values in closed form",
-                 "knn_shapley_train": "exact k-NN Shapley on the training rows"}
+                 "knn_shapley_train": "exact k-NN Shapley on the training rows",
+                 "knn_shapley_proxy": "exact 5-NN Shapley on the training rows, a proxy for "
+                                      "the model"}
+
+
+def _method(run: HarmfulRun) -> str:
+    """The valuation method the run recorded (runs without one: TDShap)."""
+    method = run.settings.get("method")
+    return str(method.value) if method else "tdshap"
 
 
 def method_label(run: HarmfulRun) -> str:
     """The valuation method's display name (runs without a recorded method: TDShap)."""
-    method = run.settings.get("method")
-    return METHOD_LABELS.get(method.value if method else "tdshap", "TDShap")
+    return METHOD_LABELS.get(_method(run), "TDShap")
 
 
 def headline(run: HarmfulRun) -> str:
@@ -69,11 +76,13 @@ def certainty_line(run: HarmfulRun) -> str:
                 "tau exactly; whether removing them helps is the cut's test below")
     if r.algorithm == "knn_shapley":
         sure = int(np.sum(flagged & r.is_credibly_harmful))
-        return (f"the values are exact for these rows (each row's mean effect on the k-NN's "
-                f"predictions of the other {len(r) - 1:,}); {sure} of the flagged rows stay "
+        knn = (f"a {r.extra.get('n_neighbors')}-NN of the standardised rows, standing in for "
+               "the model," if _method(run) == "knn_shapley_proxy" else "the k-NN")
+        return (f"the values are exact for these rows (each row's mean effect on what {knn} "
+                f"predicts for the other {len(r) - 1:,}); {sure} of the flagged rows stay "
                 f"below tau across the whole {100 * r.confidence:g}% interval of that mean "
-                "over the rows queried; whether removing the flagged rows helps is the cut's "
-                "test below")
+                "over the rows queried" + ("; whether removing the flagged rows helps is the "
+                                          "cut's test below" if run.cleansing else ""))
     sure = int(np.sum(flagged & r.is_credibly_harmful))
     single = int(np.sum(flagged & (r.counts < 2)))
     unknown = int(np.sum(flagged & ~np.isfinite(r.ci_high)))

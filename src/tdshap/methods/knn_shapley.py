@@ -124,7 +124,7 @@ def knn_shapley_problem(estimator: Any) -> str | None:
     try:
         _knn_model(estimator)
     except ValueError as why:
-        return str(why).split(":", 1)[-1].strip() if "estimator=" in str(why) else str(why)
+        return str(why)
     return None
 
 
