@@ -282,8 +282,8 @@ def find_harmful(
         ``"auto"``: for a k-NN on at most 5,000 rows (exact neighbour search),
         exact k-NN Shapley with the training rows as queries
         (``"knn_shapley_train"``: :class:`~tdshap.methods.KNNShapley` with
-        ``queries="training"``, validation-free, in closed form); for another
-        classifier on at most 5,000 rows, the same values of a 5-NN of the
+        ``queries="training"``, validation-free, in closed form); for a tree or
+        linear classifier on at most 5,000 rows, the same values of a 5-NN of the
         standardised rows standing in for it (``"knn_shapley_proxy"``; the cut
         refits the model itself); otherwise thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
