@@ -392,8 +392,14 @@ def test_default_method_is_knn_shapley_for_a_knn_else_thresholding_data_oob(
     assert again.returncode == 2 and "resume" in again.stderr
 
 
-def test_the_knn_closed_form_refuses_other_models_before_writing(train: Path,
-                                                                  tmp_path: Path) -> None:
-    res = tdshap("clean", str(train), "--target", "y", "--model", "dtree", "--method",
-                 "knn_oob", "--out", "out", cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "knn_oob", "k-NN classifiers only")
+@pytest.mark.parametrize(("method", "task", "words"), [
+    ("knn_oob", "classification", "k-NN classifiers only"),
+    ("knn_shapley_train", "classification", "k-NN models only"),
+    ("knn_shapley_proxy", "regression", "classifiers only"),
+])
+def test_the_closed_forms_refuse_other_models_before_writing(
+        tmp_path: Path, method: str, task: str, words: str) -> None:
+    write(table(task=task), tmp_path / "train.csv")
+    res = tdshap("clean", "train.csv", "--target", "y", "--model", "dtree", "--method",
+                 method, "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", method, words)

@@ -121,6 +121,9 @@ def pair_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
 
 def knn_shapley_problem(estimator: Any) -> str | None:
     """Why :class:`KNNShapley` cannot value ``estimator`` (None: it can)."""
+    model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+    if not isinstance(model, KNeighborsClassifier | KNeighborsRegressor):
+        return f"{type(model).__name__} is not a KNeighborsClassifier / KNeighborsRegressor"
     try:
         _knn_model(estimator)
     except ValueError as why:
