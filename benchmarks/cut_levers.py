@@ -44,7 +44,7 @@ from tdshap.cut import eligible_rows
 
 
 def one_setting(name: str, model: str, noise: float, seeds: int,
-                setting: dict[str, Any]) -> dict[str, Any]:
+                setting: dict[str, Any], method: str = "auto") -> dict[str, Any]:
     """The means over seeds of one lever's setting on one dataset."""
     load, task = DATASETS[name]
     X, y = load()
@@ -54,7 +54,7 @@ def one_setting(name: str, model: str, noise: float, seeds: int,
         est = build_estimator(model, task, len(s.y))
         start = time.perf_counter()
         rows = find_harmful(s.X, s.y, est, X_val=s.X_val, y_val=s.y_val, task=task,
-                            cleanse=False, random_state=seed, **setting)
+                            cleanse=False, random_state=seed, method=method, **setting)
         seconds = time.perf_counter() - start
         assert rows.run is not None
         result = rows.run.result
@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         warnings.simplefilter("ignore")
         for name in args.datasets:
             for setting in settings:
-                r = one_setting(name, args.model, args.noise, args.seeds, setting)
+                r = one_setting(name, args.model, args.noise, args.seeds, setting,
+                                args.method)
                 said = ", ".join(f"{k}={v}" for k, v in setting.items())
                 per_seed = " ".join(f"{g:+.3f}" for g in r["gains"])
                 print(f"| {name} | {said} | {r['auroc']:.3f} | {r['eligible']:.1f} "

@@ -34,7 +34,8 @@ from tdshap.cleansing import cleanse
 RULES = ("default", "nocap", "paper")
 
 
-def gains(name: str, model: str, noise: float, seeds: int) -> dict[str, np.ndarray]:
+def gains(name: str, model: str, noise: float, seeds: int,
+          method: str = "auto") -> dict[str, np.ndarray]:
     """``(test gain, rows removed)`` per seed for each rule of :data:`RULES`."""
     load, task = DATASETS[name]
     X, y = load()
@@ -43,7 +44,7 @@ def gains(name: str, model: str, noise: float, seeds: int) -> dict[str, np.ndarr
         s = make_split(name, X, y, task, seed, noise)
         est = build_estimator(model, task, len(s.y))
         rows = find_harmful(s.X, s.y, est, X_val=s.X_val, y_val=s.y_val, task=task,
-                            cleanse=False, random_state=seed)
+                            cleanse=False, random_state=seed, method=method)
         assert rows.run is not None
         result = rows.run.result
         bare = np.asarray(result.values)
@@ -61,13 +62,13 @@ def main() -> None:
     add_split_arguments(parser, ["make_classification", "digits", "wine", "iris"], 20)
     args = parser.parse_args()
     print(f"# cut rules, {datetime.date.today()}, {platform.machine()}, model {args.model}, "
-          f"{args.seeds} seeds, noise {args.noise:g}\n")
+          f"method {args.method}, {args.seeds} seeds, noise {args.noise:g}\n")
     print("| dataset | " + " | ".join(f"{r}: gain ± SE (lowered; removed)" for r in RULES)
           + " |\n|---|" + "---|" * len(RULES))
     warnings.filterwarnings("ignore")
     for name in args.datasets:
         cells = []
-        for a in gains(name, args.model, args.noise, args.seeds).values():
+        for a in gains(name, args.model, args.noise, args.seeds, args.method).values():
             se = a[:, 0].std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else float("nan")
             cells.append(f"{a[:, 0].mean():+.4f} ± {se:.4f} ({int((a[:, 0] < 0).sum())}; "
                          f"{a[:, 1].mean():.0f})")

@@ -71,6 +71,7 @@ from threadpoolctl import threadpool_limits
 import tdshap.cut
 from tdshap.app.harmful import find_harmful
 from tdshap.app.models import build_model
+from tdshap.app.valuer import METHODS as VALUERS
 from tdshap.cleansing import cleanse
 from tdshap.cut import CONTROLS, ELIGIBILITY_CONTROL
 from tdshap.methods import (
@@ -181,11 +182,14 @@ class Split:
 
 def add_split_arguments(parser: argparse.ArgumentParser, datasets: list[str],
                         seeds: int) -> None:
-    """The options a script on these splits shares: --model, --datasets, --seeds, --noise."""
+    """The options a script on these splits shares: --model, --datasets, --seeds, --noise,
+    --method (find_harmful's valuation)."""
     parser.add_argument("--model", choices=sorted(MODELS), default="tree")
     parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS), default=datasets)
     parser.add_argument("--seeds", type=int, default=seeds)
     parser.add_argument("--noise", type=float, default=NOISE)
+    parser.add_argument("--method", choices=VALUERS, default="auto",
+                        help="find_harmful's method (session 7's tables: auto was tdoob)")
 
 
 def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
