@@ -360,11 +360,15 @@ class Method:
 #: name -> method. Add TDShap variants here.
 METHODS: dict[str, Method] = {
     "find_harmful": Method(run_find_harmful, "find_harmful / tdshap clean defaults (method "
-                           "auto: exact k-NN Shapley on training queries for a k-NN up to "
-                           "5,000 rows, else thresholding Data-OOB)"),
+                           "auto: exact k-NN Shapley on training and validation queries, "
+                           "cross-fitted cut, for a k-NN up to 5,000 rows, else thresholding "
+                           "Data-OOB)"),
     "find_harmful-tdoob": Method(_find_harmful("tdoob"), "find_harmful with method='tdoob' "
                                  "(thresholding Data-OOB: auto's choice for every model "
                                  "before session 8)"),
+    "find_harmful-train": Method(_find_harmful("knn_shapley_train"), "find_harmful with "
+                                 "method='knn_shapley_train' (training queries only: auto's "
+                                 "choice for a k-NN in session 8)"),
     "find_harmful-tdshap": Method(_find_harmful("tdshap"), "find_harmful with method='tdshap' "
                                   "(the defaults before: TDShap on the user's metric, tau/eps "
                                   "auto, 50 rounds)"),

@@ -36,7 +36,7 @@ def _layer(module: str) -> str:
     if len(parts) == 1:
         return "root"
     head = parts[1]
-    if head in ("_io", "_validation", "intervals"):
+    if head in ("_io", "_validation", "intervals", "cross_fit"):
         return "base"
     return head if head in ALLOWED else "root"
 

@@ -372,13 +372,15 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "pip install 'tdshap[parquet]'")
 
 
-@pytest.mark.parametrize(("model", "label", "method"), [
-    ("knn", "exact k-NN Shapley on the training rows", "knn_shapley_train"),
-    ("dtree", "Thresholding Data-OOB", "tdoob"),
+@pytest.mark.parametrize(("model", "task", "label", "method"), [
+    ("knn", "regression", "exact k-NN Shapley on the training rows", "knn_shapley_train"),
+    ("knn", "classification", "exact k-NN Shapley on the training and validation rows",
+     "knn_shapley"),
+    ("dtree", "regression", "Thresholding Data-OOB", "tdoob"),
 ])
 def test_default_method_is_knn_shapley_for_a_knn_else_thresholding_data_oob(
-        tmp_path: Path, model: str, label: str, method: str) -> None:
-    write(table(task="regression"), tmp_path / "train.csv")
+        tmp_path: Path, model: str, task: str, label: str, method: str) -> None:
+    write(table(task=task), tmp_path / "train.csv")
     res = tdshap("clean", "train.csv", "--target", "y", "--model", model, "--out", "out",
                  "--no-progress", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -394,6 +396,7 @@ def test_default_method_is_knn_shapley_for_a_knn_else_thresholding_data_oob(
 
 @pytest.mark.parametrize(("method", "task", "words"), [
     ("knn_oob", "classification", "k-NN classifiers only"),
+    ("knn_shapley", "classification", "k-NN models only"),
     ("knn_shapley_train", "classification", "k-NN models only"),
     ("knn_shapley_proxy", "regression", "classifiers only"),
 ])

@@ -74,10 +74,11 @@ def test_find_harmful_flags_planted_label_noise() -> None:
 @pytest.mark.parametrize(("method", "algorithm"), [("auto", "knn_shapley"),
                                                   ("tdoob", "tdoob")])
 def test_find_harmful_ranks_flipped_labels(method: str, algorithm: str) -> None:
-    # auto: exact k-NN Shapley on the training rows (a k-NN of a few hundred rows)
+    # auto: exact k-NN Shapley on the training and validation rows (a k-NN of a few
+    # hundred rows)
     rows, is_noise = _flipped_labels(method=method)
     assert rows.run.settings["method"].value == (
-        "knn_shapley_train" if method == "auto" else method)
+        "knn_shapley" if method == "auto" else method)
     assert rows.run.result.algorithm == algorithm
     # the 20 lowest values are mostly the flipped rows
     lowest = np.argsort(rows["value"].to_numpy())[:20]

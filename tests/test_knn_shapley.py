@@ -215,7 +215,7 @@ def test_bad_queries_are_explained(kwargs, data, match):
         KNNShapley(**kwargs).fit(*args)
 
 
-def test_find_harmful_defaults_value_a_knn_by_its_training_queries():
+def test_find_harmful_defaults_value_a_knn_by_training_and_validation_queries():
     from tdshap import find_harmful
     from tdshap.app.report import text_report
 
@@ -228,13 +228,19 @@ def test_find_harmful_defaults_value_a_knn_by_its_training_queries():
     rows = find_harmful(X, np.where(np.isin(np.arange(len(y)), flipped), 1 - y, y),
                         KNeighborsClassifier(5), random_state=0)
     run = rows.run
-    assert run.settings["method"].value == "knn_shapley_train"
-    assert run.result.extra["queries"] == "training" and run.result.extra["validation_free"]
+    assert run.settings["method"].value == "knn_shapley"
+    assert run.result.extra["queries"] == "both" and "cross_fit" in run.result.extra
+    assert not run.result.extra.get("validation_free")
     valued = [i for i in flipped if i in rows.index]
     assert valued and set(valued) <= set(rows["value"].nsmallest(len(valued) + 2).index)
     text = text_report(run)
-    assert "exact k-NN Shapley on the training rows" in text
+    assert "exact k-NN Shapley on the training and validation rows" in text
     assert "the values are exact for these rows" in text
+    assert "half for the validation rows" in text
+    # the training queries alone, by name
+    alone = find_harmful(X, y, KNeighborsClassifier(5), method="knn_shapley_train",
+                         random_state=0).run
+    assert alone.result.extra["queries"] == "training" and alone.result.extra["validation_free"]
 
 
 def test_a_time_budget_below_the_closed_form_is_refused_before_it_runs():
@@ -264,10 +270,10 @@ def test_find_harmful_values_another_classifier_by_a_knn_proxy_and_cuts_with_it(
                         X_test=X[300:], y_test=y[300:], random_state=0)
     run = rows.run
     assert run.settings["method"].value == "knn_shapley_proxy"
-    # the same values as the 5-NN of the standardised rows
+    # the same values as the 5-NN of the standardised rows, queried by both sets of rows
     scaler = StandardScaler().fit(X[:200])
-    alone = KNNShapley(n_neighbors=5, queries="training").fit(scaler.transform(X[:200]),
-                                                              y_train)
+    alone = KNNShapley(n_neighbors=5, queries="both", random_state=0).fit(
+        scaler.transform(X[:200]), y_train, scaler.transform(X[200:300]), y[200:300])
     np.testing.assert_allclose(run.result.values, alone.values_, atol=1e-15)
     lowest = np.argsort(run.result.values)[:20]
     assert np.isin(lowest, flipped).mean() >= 0.7

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import is_classifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.tree import DecisionTreeClassifier
@@ -116,8 +117,10 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     small, large = 300, KNN_SHAPLEY_MAX_ROWS + 1
     for knn in (KNeighborsClassifier(), KNeighborsRegressor(3),
                 make_pipeline(StandardScaler(), KNeighborsClassifier())):
-        assert choose_method(knn, "auto", small)[0] == "knn_shapley_train"
-        assert choose_method(knn, "auto", KNN_SHAPLEY_MAX_ROWS)[0] == "knn_shapley_train"
+        # classifiers: training and validation queries; regressors: training queries
+        closed = "knn_shapley" if is_classifier(knn) else "knn_shapley_train"
+        assert choose_method(knn, "auto", small)[0] == closed
+        assert choose_method(knn, "auto", KNN_SHAPLEY_MAX_ROWS)[0] == closed
         assert choose_method(knn, "auto", large)[0] == "tdoob"  # N^2 log N: too slow
         assert choose_method(knn, "auto", small, "approximate")[0] == "tdoob"
     # another classifier: a 5-NN of the standardised rows stands in for it; a regressor
@@ -127,8 +130,9 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
                   KNeighborsClassifier(metric="manhattan")):
         assert choose_method(other, "auto", small)[0] == "knn_shapley_proxy"
         assert choose_method(other, "auto", large)[0] == "tdoob"
-        with pytest.raises(ValueError, match="k-NN models only"):
-            choose_method(other, "knn_shapley_train", small)
+        for closed in ("knn_shapley", "knn_shapley_train"):
+            with pytest.raises(ValueError, match="k-NN models only"):
+                choose_method(other, closed, small)
     from sklearn.tree import DecisionTreeRegressor
 
     assert choose_method(DecisionTreeRegressor(), "auto", small)[0] == "tdoob"
@@ -143,7 +147,7 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     proxy = make_valuer(DecisionTreeClassifier(), "accuracy", set(), "auto", TDShapOptions(),
                         0, False, {}, n_rows=small)
     assert proxy.method == "knn_shapley_proxy" and proxy.metric == "true_class_proba"
-    assert isinstance(proxy.estimator, KNNShapley) and proxy.estimator.queries == "training"
+    assert isinstance(proxy.estimator, KNNShapley) and proxy.estimator.queries == "both"
     assert proxy.estimator.estimator[-1].n_neighbors == 5  # scaler, then the 5-NN
     o = TDShapOptions()
     v = make_valuer(KNeighborsRegressor(3), "neg_mae", set(), "auto", o, 0, False, {},
@@ -153,6 +157,7 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     given = make_valuer(KNeighborsClassifier(), "accuracy", set(), "knn_shapley_train",
                         TDShapOptions(tau=-0.01), 0, False, {}, n_rows=small)
     assert given.metric == "true_class_proba" and given.estimator.tau == -0.01
+    assert given.estimator.queries == "training"
     with pytest.raises(ValueError, match="neighbor_search"):
         make_valuer(KNeighborsClassifier(), "accuracy", set(), "knn_shapley_train", o, 0,
                     False, {}, neighbor_search="approximate", n_rows=small)

@@ -25,7 +25,9 @@ from sklearn.base import is_classifier
 
 from tdshap._io import jsonable
 from tdshap._validation import as_features, as_target, check_data
+from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
+    CROSS_FIT_N_SE,
     DEFAULT_ALPHA,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_N_SE,
@@ -222,6 +224,15 @@ def cleanse(
     wants_smooth = n_eligible is not None and n_eligible > 0 and (
         classes is None or hasattr(estimator, "predict_proba"))
 
+    def smooth_scores(m: Any) -> np.ndarray | None:
+        return (_row_squared_error(m, Xv, yv) if classes is None
+                else _row_brier(m, Xv, yv, classes))
+
+    def subset_fit(keep: np.ndarray) -> Any:
+        if classes is not None and len(np.unique(ya[keep])) < 2:
+            return fallback_model(ya[keep], classes), True
+        return fits(keep, dict.fromkeys(seed_params, seed)), False
+
     def scored(m: Any) -> tuple[float, np.ndarray | None, float]:
         """Validation score, validation predictions (prediction metrics) and test score."""
         pred = m.predict(Xv) if spec.from_predictions is not None else None
@@ -234,16 +245,14 @@ def cleanse(
     fits = RemovalFits(estimator, Xa, ya, [Xv] + ([Xt] if has_test else []),
                        spec.from_predictions is not None)
     one_class = 0
+    full_model: Any = None
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         try:
-            if classes is not None and len(np.unique(ya[keep])) < 2:
-                # a classifier left one class predicts it: many refuse to fit, which is
-                # no failure of the model (imbalanced data cut down to its majority)
-                model = fallback_model(ya[keep], classes)
-                one_class += 1
-            else:
-                model = fits(keep, dict.fromkeys(seed_params, seed))
+            # a classifier left one class predicts it: many refuse to fit, which is
+            # no failure of the model (imbalanced data cut down to its majority)
+            model, alone = subset_fit(keep)
+            one_class += alone
             val_score, pred, test_score = scored(model)
         except Exception as err:
             if on_error == "raise":
@@ -253,9 +262,10 @@ def cleanse(
             model = fallback_model(ya[keep], classes)
             val_score, pred, test_score = scored(model)
         val_scores[i] = val_score
+        if n_remove == 0:
+            full_model = model
         if wants_smooth and n_remove in (0, n_eligible):
-            scores = (_row_squared_error(model, Xv, yv) if classes is None
-                      else _row_brier(model, Xv, yv, classes))
+            scores = smooth_scores(model)
             if scores is not None:
                 smooth[int(n_remove)] = scores
         if pred is not None:
@@ -282,11 +292,22 @@ def cleanse(
         # values from out-of-bag rows never saw the validation rows: one honest comparison
         free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
         pair = (smooth[0], smooth[n_eligible]) if len(smooth) == 2 else None
-        test = eligible_test(grid, val_scores, boot, n_eligible,
-                             ELIGIBLE_N_SE if free else n_se, pair, idx,
-                             "brier" if classes is not None else "squared error")
+        crossed = None
+        if not free and pair is not None and isinstance(values, ValuationResult):
+            crossed = _cross_fitted(values.extra.get("cross_fit"), Xv, yv, len(ya),
+                                    subset_fit, smooth_scores, spec, full_model,
+                                    predictions[0] if predictions else None)
+        needed = ELIGIBLE_N_SE if free else n_se
+        if crossed is not None and pair is not None:
+            # rows judged only by validation rows that had no part in choosing them:
+            # one honest comparison, as for values that never saw the validation rows
+            needed, pair = CROSS_FIT_N_SE, (pair[0], crossed[0])
+        test = eligible_test(grid, val_scores, boot, n_eligible, needed, pair, idx,
+                             "brier" if classes is not None else "squared error",
+                             None if crossed is None else crossed[1])
+    exact = isinstance(values, ValuationResult) and values.extra.get("eligible_by") == "value"
     evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible,
-                          eligible=test)
+                          eligible=test, exact=exact)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     n_remove = evidence.n_chosen
     return CleansingResult(
@@ -307,6 +328,43 @@ def cleanse(
                "n_one_class_fits": one_class,
                "path_note": fits.note, "refit_rows": fits.refit_rows},
     )
+
+
+def _cross_fitted(data: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
+                  subset_fit: Any, smooth_scores: Any, spec: Any, full_model: Any,
+                  full_pred: np.ndarray | None) -> tuple[np.ndarray, float] | None:
+    """Each validation row's smooth score under the model without the rows flagged
+    without its fold, and the user's metric gain so cross-fitted; None when the result
+    holds no cross-fit for these validation rows or a fold's model cannot say."""
+    if data is None:
+        return None
+    cross = CrossFit.from_extra(data, n_rows)
+    if not cross.matches(Xv, yv):
+        return None
+    scores = np.empty(len(yv))
+    pred = None if full_pred is None else np.array(full_pred, copy=True)
+    gain = 0.0
+    try:
+        for f, flagged in enumerate(cross.flagged):
+            rows = cross.folds == f
+            if not rows.any():
+                continue
+            model, _ = subset_fit(np.setdiff1d(np.arange(n_rows), flagged))
+            fold = smooth_scores(model)
+            if fold is None:
+                return None
+            scores[rows] = fold[rows]
+            if pred is not None:
+                pred[rows] = np.asarray(model.predict(Xv))[rows]
+            else:  # a metric that needs the model: the folds' gains, weighed by their rows
+                gain += rows.mean() * (spec.score(model, Xv[rows], yv[rows])
+                                       - spec.score(full_model, Xv[rows], yv[rows]))
+    except Exception:  # a fold that cannot be fitted or scored: no cross-fitted test
+        return None
+    if pred is not None:
+        assert full_pred is not None
+        gain = float(spec.from_predictions(yv, pred) - spec.from_predictions(yv, full_pred))
+    return scores, float(gain)
 
 
 def _row_brier(model: Any, X: np.ndarray, y: np.ndarray, classes: np.ndarray

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._io import atomic_write_bytes, jsonable
+from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
     DEFAULT_INTERVAL,
     INTERVAL_METHODS,
@@ -307,6 +308,11 @@ class ValuationResult:
         if not isinstance(named, str) or named == "bernstein" or named not in INTERVAL_METHODS:
             raise ResultFileError(f"field 'extra.eligibility_interval' is {named!r}: use one of "
                                   f"{tuple(m for m in INTERVAL_METHODS if m != 'bernstein')}.")
+        if "cross_fit" in extra:  # the cut's folds and flagged rows (tdshap.cross_fit)
+            try:
+                CrossFit.from_extra(extra["cross_fit"], n)
+            except ValueError as err:
+                raise ResultFileError(f"field 'extra.cross_fit' {err}.") from None
         return cls(
             algorithm=algorithm,
             values=values,

@@ -132,10 +132,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      "(regression); or any scikit-learn scorer name."),
         click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
                      help="auto: for a k-NN on at most 5,000 rows, exact k-NN Shapley "
-                     "with the training rows as queries (knn_shapley_train); for a tree or "
-                     "linear classifier on at most 5,000 rows, the same for a 5-NN of the "
-                     "standardised rows standing in for it (knn_shapley_proxy; the cut "
-                     "refits your model); else thresholding Data-OOB (tdoob: the APT bandit "
+                     "with the training and validation rows as queries and a cross-fitted "
+                     "cut (knn_shapley; knn_shapley_train: the training rows only); for a "
+                     "tree or linear classifier on at most 5,000 rows, the same for a 5-NN "
+                     "of the standardised rows standing in for it (knn_shapley_proxy; the "
+                     "cut refits your model); else thresholding Data-OOB (tdoob: the APT bandit "
                      "with out-of-bag rewards); knn_oob: a k-NN classifier's "
                      "out-of-bag values in closed form; tdshap: the paper's TDShap with "
                      "--metric."),

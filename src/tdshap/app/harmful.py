@@ -280,12 +280,14 @@ def find_harmful(
         Also run the cleansing protocol (adds the ``removed`` column).
     method:
         ``"auto"``: for a k-NN on at most 5,000 rows (exact neighbour search),
-        exact k-NN Shapley with the training rows as queries
-        (``"knn_shapley_train"``: :class:`~tdshap.methods.KNNShapley` with
-        ``queries="training"``, validation-free, in closed form); for a tree or
-        linear classifier on at most 5,000 rows, the same values of a 5-NN of the
-        standardised rows standing in for it (``"knn_shapley_proxy"``; the cut
-        refits the model itself); otherwise thresholding Data-OOB
+        exact k-NN Shapley with the training and validation rows as queries
+        (``"knn_shapley"``: :class:`~tdshap.methods.KNNShapley` with
+        ``queries="both"``, in closed form; the cut's test is cross-fitted, each
+        validation fold judging rows chosen without it: :mod:`tdshap.cross_fit`;
+        ``"knn_shapley_train"``: the training rows alone, validation-free); for a
+        tree or linear classifier on at most 5,000 rows, the same values of a
+        5-NN of the standardised rows standing in for it (``"knn_shapley_proxy"``;
+        the cut refits the model itself); otherwise thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
         out-of-bag rewards, ``"tdoob"``), k-NN through its neighbour lists;
         ``"knn_oob"``: a k-NN classifier's out-of-bag values in closed form

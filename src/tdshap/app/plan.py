@@ -247,9 +247,9 @@ def _name(estimator: Any) -> str:
 
 
 def _closed_shapley_seconds(knn: Any, X: np.ndarray, y: np.ndarray,
-                            sample: np.ndarray) -> float:
-    """Exact k-NN Shapley on the training rows (``knn``'s k and task): N sorts of N rows,
-    timed on a few of ``sample``'s queries and scaled by N."""
+                            sample: np.ndarray, n_queries: int) -> float:
+    """Exact k-NN Shapley (``knn``'s k and task): one sort of the N rows per query, timed
+    on a few of ``sample``'s queries and scaled by the ``n_queries``."""
     from tdshap.methods.knn_oob import knn_step
     from tdshap.methods.knn_shapley import KNNShapley, knn_shapley_task
 
@@ -259,7 +259,7 @@ def _closed_shapley_seconds(knn: Any, X: np.ndarray, y: np.ndarray,
     t0 = time.perf_counter()
     KNNShapley._chunk(X, target, X[few], target[few], int(knn_step(knn).n_neighbors), task,
                       few)
-    return (time.perf_counter() - t0) / len(few) * len(y)
+    return (time.perf_counter() - t0) / len(few) * n_queries
 
 
 def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: bool,
@@ -294,6 +294,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     bags = 0 if closed else init + (valuer.max_iter or 0)
     out_rows = min(n, int(OUT_OF_BAG * n) + k)
     held = len(data.y_val) + (0 if data.y_test is None else len(data.y_test))
+    queries = {"training": n, "validation": len(data.y_val), "both": n + len(data.y_val)}.get(
+        getattr(valuer, "queries", ""), n)
     grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
     errors: list[str] = []
     fit_s = predict_s = 0.0
@@ -320,7 +322,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         # the user's model per cut
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
-                                                                      sample),
+                                                                      sample, queries),
             cleansing_seconds=refit_cleansing, setup_what="the closed form",
             path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
                   f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
@@ -345,7 +347,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     scored, truth, drawn = np.arange(len(sample)), y[sample], n
     approximate = search == "approximate"
     if shapley:
-        search_s = _closed_shapley_seconds(estimator, X, y, sample)
+        search_s = _closed_shapley_seconds(estimator, X, y, sample, queries)
     elif approximate:
         # a graph over a sample of rows, scaled by N log N (the graph's cost): the
         # queries' lists index the sample, so the bag below is drawn over it
@@ -550,12 +552,13 @@ def execute(p: RunPlan) -> HarmfulRun:
 def _method_settings(method: str, valuer: Any, o: TDShapOptions,
                      given: set[str]) -> dict[str, Setting]:
     """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
-    if method in ("knn_oob", "knn_shapley_train", "knn_shapley_proxy"):
+    if method in ("knn_oob", "knn_shapley", "knn_shapley_train", "knn_shapley_proxy"):
         shapley = ("the Shapley values are exact", "auto: 0, a row whose removal helps the "
                    "other rows' predictions")
         closed = {"knn_oob": ("the out-of-bag values are in closed form", "auto: chance "
                               "(1 / classes)"),
-                  "knn_shapley_train": shapley, "knn_shapley_proxy": shapley}
+                  "knn_shapley": shapley, "knn_shapley_train": shapley,
+                  "knn_shapley_proxy": shapley}
         unused, auto = closed[method]
         return {
             "tau": Setting(valuer.result_.threshold, o.tau != "auto", _auto_note(o.tau, auto)),

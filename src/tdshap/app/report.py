@@ -36,9 +36,10 @@ def _fmt(x: Any, digits: int = 4) -> str:
 
 METHOD_LABELS = {"tdshap": "TDShap", "tdoob": "Thresholding Data-OOB",
                  "knn_oob": "k-NN out-of-bag values in closed form",
+                 "knn_shapley": "exact k-NN Shapley on the training and validation rows",
                  "knn_shapley_train": "exact k-NN Shapley on the training rows",
-                 "knn_shapley_proxy": "exact 5-NN Shapley on the training rows, a proxy for "
-                                      "the model"}
+                 "knn_shapley_proxy": "exact 5-NN Shapley on the training and validation "
+                                      "rows, a proxy for the model"}
 
 
 def _method(run: HarmfulRun) -> str:
@@ -78,8 +79,11 @@ def certainty_line(run: HarmfulRun) -> str:
         sure = int(np.sum(flagged & r.is_credibly_harmful))
         knn = (f"a {r.extra.get('n_neighbors')}-NN of the standardised rows, standing in for "
                "the model," if _method(run) == "knn_shapley_proxy" else "the k-NN")
+        both = r.extra.get("queries") == "both"
+        queried = ("half for the other training rows, half for the validation rows"
+                   if both else f"for the other {len(r) - 1:,}")
         return (f"the values are exact for these rows (each row's mean effect on what {knn} "
-                f"predicts for the other {len(r) - 1:,}); {sure} of the flagged rows stay "
+                f"predicts, {queried}); {sure} of the flagged rows stay "
                 f"below tau across the whole {100 * r.confidence:g}% interval of that mean "
                 "over the rows queried" + ("; whether removing the flagged rows helps is the "
                                           "cut's test below" if run.cleansing else ""))
@@ -307,19 +311,26 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
         e = c.evidence
         evidence = ""
         if e is not None and e.rule != "paper":
+            exact = r.extra.get("eligible_by") == "value"
             credible = ("" if e.n_eligible is None else
-                        f" {e.n_eligible} rows are credibly below tau (interval below tau with "
-                        "all rows tested at once, Bonferroni) and are ranked first; only they "
-                        "may be removed.")
+                        f" {e.n_eligible} rows are " + (
+                            "below tau (exact values)" if exact else
+                            "credibly below tau (interval below tau with all rows tested at "
+                            "once, Bonferroni)") + " and are ranked first; only they may be "
+                        "removed.")
             named = "" if e.eligible is None else (
                 " One cut was named before any score was seen, removing exactly those rows; "
                 f"it is taken when it beats its own noise: {e.eligible.describe()} "
                 f"({'passed' if e.eligible.passed else 'not passed'}).")
+            crossed = e.eligible is not None and e.eligible.cross_fitted
             optimistic = (" The values did not use the validation rows (out of bag), so the "
                           "validation gains are not inflated by the valuation."
                           if r.extra.get("validation_free") else
-                          " The same validation rows valued the rows, so validation gains "
-                          "are optimistic; the test score is the honest one.")
+                          " The same validation rows valued the rows, so the curve's "
+                          "validation gains are optimistic" + (
+                              "; the named cut's test is not: cross-fitted, each validation "
+                              "row judged rows chosen without its fold" if crossed else "")
+                          + "; the test score is the honest one.")
             evidence = (f" Evidence: the gain of each cut over keeping all rows, with its "
                         f"standard error from {e.n_bootstrap} paired bootstrap resamples of the "
                         f"validation rows; a cut counts only when its gain exceeds "

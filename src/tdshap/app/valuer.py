@@ -71,7 +71,11 @@ from tdshap.methods.knn_oob import closed_form_problem
 from tdshap.methods.knn_shapley import knn_shapley_problem, knn_shapley_task
 from tdshap.methods.tdoob import ThresholdingOOB
 
-METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley_train", "knn_shapley_proxy")
+METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley", "knn_shapley_train",
+           "knn_shapley_proxy")
+#: the closed forms: exact k-NN Shapley and the queries each takes
+KNN_SHAPLEY_QUERIES = {"knn_shapley": "both", "knn_shapley_train": "training",
+                       "knn_shapley_proxy": "both"}
 
 #: the most rows "auto" values with exact k-NN Shapley on training queries: N sorts of N
 #: rows, about 2 s at 5,000 rows on one core (thresholding Data-OOB's lists grow slower)
@@ -116,11 +120,11 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
         if problem:
             raise ValueError(f"method='knn_oob' values k-NN classifiers only ({problem}): "
                              "use method 'auto' or 'tdoob'.")
-    if method == "knn_shapley_train":
+    if method in ("knn_shapley", "knn_shapley_train"):
         problem = knn_shapley_problem(estimator)
         if problem:
-            raise ValueError(f"method='knn_shapley_train' values k-NN models only ({problem}): "
-                             "use method 'auto' or 'tdoob'.")
+            raise ValueError(f"method={method!r} values k-NN models only ({problem}): "
+                             "use method 'auto', 'knn_shapley_proxy' or 'tdoob'.")
     if method == "knn_shapley_proxy" and not is_classifier(estimator):
         raise ValueError("method='knn_shapley_proxy' values the rows of classifiers only "
                          f"({type(estimator).__name__} is not one): use method 'auto' or "
@@ -129,17 +133,22 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
         return method, "given"
     small = (n_rows is not None and n_rows <= KNN_SHAPLEY_MAX_ROWS
              and neighbor_search == "exact")
-    if small and knn_shapley_problem(estimator) is None:
+    if small and knn_shapley_problem(estimator) is None and not is_classifier(estimator):
         return "knn_shapley_train", (
-            "auto: exact k-NN Shapley with the training rows as queries (a k-NN on at most "
-            f"{KNN_SHAPLEY_MAX_ROWS:,} rows; best cut on the detection benchmark, "
+            "auto: exact k-NN Shapley with the training rows as queries (a k-NN regressor on "
+            f"at most {KNN_SHAPLEY_MAX_ROWS:,} rows; best cut on the detection benchmark, "
             "docs/benchmarks.md)")
+    if small and knn_shapley_problem(estimator) is None:
+        return "knn_shapley", (
+            "auto: exact k-NN Shapley with the training and validation rows as queries, the "
+            f"cut cross-fitted (a k-NN classifier on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; "
+            "best cut on the detection benchmark, docs/benchmarks.md)")
     if small and proxy_measured(estimator):
         return "knn_shapley_proxy", (
-            f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised training rows as "
-            f"queries, a proxy for the model (a tree or linear classifier on at most "
-            f"{KNN_SHAPLEY_MAX_ROWS:,} rows; its cut, refitting the model, gained more on "
-            "the detection benchmark, docs/benchmarks.md)")
+            f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, training and "
+            "validation rows as queries, a proxy for the model (a tree or linear classifier "
+            f"on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; its cut, refitting the model and "
+            "cross-fitted, gained more on the detection benchmark, docs/benchmarks.md)")
     return "tdoob", ("auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards; "
                      "best on the detection benchmark, docs/benchmarks.md)")
 
@@ -158,17 +167,18 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
     """
     metric_given = "metric" in given
     chosen, why = choose_method(estimator, method, n_rows, neighbor_search)
-    if chosen in ("knn_shapley_train", "knn_shapley_proxy"):
+    if chosen in KNN_SHAPLEY_QUERIES:
         if neighbor_search != "exact":
             raise ParameterError("`neighbor_search` 'approximate' serves the bagging methods "
                                  "(`method` 'auto', 'tdoob' or 'knn_oob'); exact k-NN Shapley "
                                  "sorts every row: leave `neighbor_search` 'exact'.",
                                  "neighbor_search", "method")
         # the proxy: a k-NN on the standardised rows values them for another classifier
-        knn = estimator if chosen == "knn_shapley_train" else make_pipeline(
+        knn = estimator if chosen != "knn_shapley_proxy" else make_pipeline(
             StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS))
         exact = KNNShapley(knn, tau=0.0 if options.tau == "auto" else options.tau,
-                           queries="training", random_state=seed, progress=progress)
+                           queries=KNN_SHAPLEY_QUERIES[chosen], random_state=seed,
+                           progress=progress)
         proba = knn_shapley_task(knn) == "classification"
         return Valuer(exact, chosen, "true_class_proba" if proba else "neg_mse", why)
     if chosen == "knn_oob":
