@@ -32,7 +32,14 @@ targets cause, where the MAE of a noisy model hides them), and the user's
 metric on validation must not fall. It is taken when it passes and removes more than
 steps 1-4 would.
 
-The validation rows that judge the cut also valued the rows, so a cut's
+Values that used the validation rows but carry a cross-fit
+(``extra["cross_fit"]``, :mod:`tdshap.cross_fit`: exact k-NN Shapley with
+training and validation queries) get the same named comparison cross-fitted:
+each validation row scores the model without the rows flagged when its fold's
+queries were left out, so the gain is not inflated; it must beat
+:data:`CROSS_FIT_N_SE`.
+
+Otherwise the validation rows that judge the cut also valued the rows, so a cut's
 validation gain is optimistic (the rows were chosen for hurting these very
 validation rows); the bootstrap measures the noise, not that bias. The
 family-wise eligibility of rows is what keeps clean data whole

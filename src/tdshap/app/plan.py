@@ -296,6 +296,11 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     held = len(data.y_val) + (0 if data.y_test is None else len(data.y_test))
     queries = {"training": n, "validation": len(data.y_val), "both": n + len(data.y_val)}.get(
         getattr(valuer, "queries", ""), n)
+    # who sorts the training rows, and the cut's extra fits (one per validation fold)
+    sorters = (f"every one of the {n:,} rows sorts the others" if queries == n else
+               f"every one of the {n:,} rows and {len(data.y_val):,} validation rows sorts "
+               "the training rows")
+    folds = "; the cut's test adds one model per validation fold" if queries > n else ""
     grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
     errors: list[str] = []
     fit_s = predict_s = 0.0
@@ -326,9 +331,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
             cleansing_seconds=refit_cleansing, setup_what="the closed form",
             path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
                   f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
-                  f"(every one of the {n:,} rows sorts the others: cost grows with N squared "
-                  "log N)" + (f"; cleansing refits the {_name(estimator)} per cut" if grid
-                              else "")))
+                  f"({sorters}: cost grows with N squared log N)"
+                  + (f"; cleansing refits the {_name(estimator)} per cut" + folds if grid
+                     else "")))
     search = getattr(valuer, "neighbor_search", "exact")
     problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path,
                                                     X.shape[1], search)
@@ -376,8 +381,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     path = (f"k-NN neighbour lists, searched once for the {n:,} rows ({how}){hint}, "
             f"then {then}")
     if shapley:
-        path = (f"exact k-NN Shapley in closed form: every one of the {n:,} rows sorts the "
-                "others (cost grows with N squared log N), no model fitted")
+        path = (f"exact k-NN Shapley in closed form: {sorters} (cost grows with N squared "
+                f"log N), no model fitted" + (folds if grid else ""))
     return CostEstimate(
         per_row * out_rows, bags, init, grid, 2,
         path=path,
