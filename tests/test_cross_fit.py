@@ -196,3 +196,11 @@ def test_too_few_validation_rows_for_folds():
     assert "cross_fit" not in r.extra
     with pytest.raises(ValueError, match="n_folds"):
         KNNShapley(queries="both", n_folds=1).fit(X, y, Xv, yv)
+
+
+def test_a_damaged_cross_fit_in_memory_is_named():
+    X, y, Xv, yv = blobs(10)
+    r = KNNShapley(queries="both", random_state=0).fit(X, y, Xv, yv).result_
+    r.extra["cross_fit"] = {"folds": [0]}
+    with pytest.raises(ValueError, match=r"extra\['cross_fit'\]"):
+        cleanse(r, KNeighborsClassifier(5), X, y, Xv, yv, rule="one_se")

@@ -228,7 +228,7 @@ def cleanse(
         return (_row_squared_error(m, Xv, yv) if classes is None
                 else _row_brier(m, Xv, yv, classes))
 
-    def subset_fit(keep: np.ndarray) -> Any:
+    def subset_fit(keep: np.ndarray) -> tuple[Any, bool]:
         if classes is not None and len(np.unique(ya[keep])) < 2:
             return fallback_model(ya[keep], classes), True
         return fits(keep, dict.fromkeys(seed_params, seed)), False
@@ -338,7 +338,11 @@ def _cross_fitted(data: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
     holds no cross-fit for these validation rows or a fold's model cannot say."""
     if data is None:
         return None
-    cross = CrossFit.from_extra(data, n_rows)
+    try:
+        cross = CrossFit.from_extra(data, n_rows)
+    except ValueError as err:
+        raise ValueError(f"values.extra['cross_fit'] {err}: value the rows again, or drop "
+                         "that entry to cut without the cross-fitted test.") from None
     if not cross.matches(Xv, yv):
         return None
     scores = np.empty(len(yv))
