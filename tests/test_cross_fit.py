@@ -120,7 +120,7 @@ def test_the_cut_judges_each_fold_by_the_rows_chosen_without_it():
     c = cleanse(r, knn, X, y, Xv, yv, rule="one_se", random_state=0)
     test = c.evidence.eligible
     assert test is not None and test.cross_fitted and test.n_se == pytest.approx(2.326)
-    assert "cross-fitted" in test.describe()
+    assert "cross-fitted" in test.describe() and "rows below tau gains" in test.describe()
     # by hand: each validation row scored by the 5-NN refitted without its fold's rows
     cross = CrossFit.from_extra(r.extra["cross_fit"], len(y))
     classes = np.unique(y)

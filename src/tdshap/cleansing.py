@@ -288,6 +288,7 @@ def cleanse(
     elif idx is not None and not boot_failed:
         boot = np.stack(boot_columns, axis=1)
     test = None
+    exact = isinstance(values, ValuationResult) and values.extra.get("eligible_by") == "value"
     if rule == "one_se" and n_eligible:
         # values from out-of-bag rows never saw the validation rows: one honest comparison
         free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
@@ -304,8 +305,7 @@ def cleanse(
             needed, pair = CROSS_FIT_N_SE, (pair[0], crossed[0])
         test = eligible_test(grid, val_scores, boot, n_eligible, needed, pair, idx,
                              "brier" if classes is not None else "squared error",
-                             None if crossed is None else crossed[1])
-    exact = isinstance(values, ValuationResult) and values.extra.get("eligible_by") == "value"
+                             None if crossed is None else crossed[1], exact)
     evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible,
                           eligible=test, exact=exact)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])

@@ -109,6 +109,7 @@ class EligibleTest:
     n_se: float
     metric_gain: float
     cross_fitted: bool = False
+    exact: bool = False  # the rows are those whose exact value is below tau
 
     @property
     def passed(self) -> bool:
@@ -120,7 +121,8 @@ class EligibleTest:
         score = "Brier score" if self.score == "brier" else self.score
         how = ("cross-fitted: each validation fold judged the rows chosen without it"
                if self.cross_fitted else "one comparison named before scoring")
-        return (f"removing the {self.n} rows credibly below tau gains {_signed(self.gain)} in "
+        rows = "below tau" if self.exact else "credibly below tau"
+        return (f"removing the {self.n} rows {rows} gains {_signed(self.gain)} in "
                 f"validation {score}, {k:.1f} SE (needed {self.n_se:g}: {how}), and "
                 f"{_signed(self.metric_gain)} in the validation metric")
 
@@ -129,7 +131,8 @@ def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | N
                   n_eligible: int | None, n_se: float,
                   row_scores: tuple[np.ndarray, np.ndarray] | None = None,
                   idx: np.ndarray | None = None, score: str = "brier",
-                  metric_gain: float | None = None) -> EligibleTest | None:
+                  metric_gain: float | None = None, exact: bool = False
+                  ) -> EligibleTest | None:
     """The :class:`EligibleTest` of one removal curve; None when it cannot be made.
 
     ``row_scores``: per-validation-row smooth scores, named by ``score``
@@ -140,6 +143,7 @@ def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | N
     cross-fitted test's gain in the user's metric, whose row scores each came
     from the model without the rows chosen without that row's fold
     (:mod:`tdshap.cross_fit`); None: the curve's gain at the eligible cut.
+    ``exact``: the eligible rows are those whose exact value is below tau.
     """
     grid = np.asarray(grid)
     if not n_eligible or boot is None or len(boot) < 2 or n_eligible not in grid:
@@ -153,10 +157,11 @@ def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | N
         means = diff[idx].mean(axis=1)
         return EligibleTest(int(n_eligible), score, float(diff.mean()),
                             float(np.std(means, ddof=1)), float(n_se), float(metric_gain),
-                            crossed)
+                            crossed, exact)
     boot_gain = boot[:, i] - boot[:, 0]
     return EligibleTest(int(n_eligible), "metric", metric_gain,
-                        float(np.std(boot_gain, ddof=1)), float(n_se), metric_gain)
+                        float(np.std(boot_gain, ddof=1)), float(n_se), metric_gain,
+                        exact=exact)
 
 
 @dataclass(frozen=True)
