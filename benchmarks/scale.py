@@ -28,6 +28,9 @@ Methods (each cell runs in a fresh subprocess, so its peak RSS is its own):
   (``KNNShapley(queries="training")``, ``find_harmful``'s k-NN default up to 5,000 rows):
   N sorts of N rows, so skipped when its time, extrapolated from 64 timed queries,
   exceeds ``--cap`` seconds.
+* ``knn_shapley_both``: the same with the validation rows as queries too
+  (``KNNShapley(queries="both")``, ``find_harmful``'s k-NN classifier default up to 5,000
+  rows): N + N/2 sorts of N rows, skipped likewise.
 
 Per cell: wall and CPU seconds, peak RSS (``ru_maxrss`` of the cell's process),
 AUROC of "lower value = planted", precision at n_planted, and for the default
@@ -65,7 +68,7 @@ import numpy as np
 from benchmarks.detection import auroc, precision_at
 
 METHODS = ("default", "default_approx", "knn_shapley", "knn_shapley_eq", "data_oob",
-           "knn_shapley_train")
+           "knn_shapley_train", "knn_shapley_both")
 #: methods whose valuation time is reported apart from the whole call's
 FIND_HARMFUL = ("default", "default_approx")
 #: training rows whose exact lists check the approximate ones' recall
@@ -161,17 +164,20 @@ def run_cell(method: str, n: int, seed: int, budget_s: float | None, cap: float,
             wall, cpu = time.perf_counter(), time.process_time()
             values = np.asarray(_knn_shapley(d, m).values_)
             out["val_rows"] = m
-        elif method == "knn_shapley_train":
+        elif method in ("knn_shapley_train", "knn_shapley_both"):
             from tdshap.app.plan import _closed_shapley_seconds
             from tdshap.methods import KNNShapley
 
             knn = KNeighborsClassifier(5)
-            guess = _closed_shapley_seconds(knn, d["X"], d["y"], np.arange(min(n, 64)))
+            both = method == "knn_shapley_both"
+            queries = n + len(d["y_val"]) if both else n
+            guess = _closed_shapley_seconds(knn, d["X"], d["y"], np.arange(min(n, 64)),
+                                            queries)
             if guess > cap:
                 return {**out, "skipped": f"needs about {guess:.0f} s > cap {cap:g} s"}
             wall, cpu = time.perf_counter(), time.process_time()
-            values = np.asarray(KNNShapley(knn, queries="training").fit(d["X"],
-                                                                        d["y"]).values_)
+            exact = KNNShapley(knn, queries="both" if both else "training", random_state=seed)
+            values = np.asarray(exact.fit(d["X"], d["y"], d["X_val"], d["y_val"]).values_)
         elif method == "data_oob":
             model = DataOOB(KNeighborsClassifier(5), n_estimators=200, random_state=seed)
             values = np.asarray(model.fit(d["X"], d["y"]).values_)

@@ -104,8 +104,6 @@ class CrossFit:
     def from_extra(cls, data: Any, n_rows: int) -> CrossFit:
         """The cross-fit a result's ``extra["cross_fit"]`` holds, for ``n_rows`` training
         rows; ``ValueError`` naming what is wrong with it."""
-        if isinstance(data, CrossFit):
-            return data
         if not isinstance(data, dict) or set(data) != {"folds", "flagged", "labels", "means"}:
             raise ValueError("is not an object with 'folds', 'flagged', 'labels' and 'means'")
         folds, flagged, labels = data["folds"], data["flagged"], data["labels"]

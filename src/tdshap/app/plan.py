@@ -294,8 +294,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     bags = 0 if closed else init + (valuer.max_iter or 0)
     out_rows = min(n, int(OUT_OF_BAG * n) + k)
     held = len(data.y_val) + (0 if data.y_test is None else len(data.y_test))
-    queries = {"training": n, "validation": len(data.y_val), "both": n + len(data.y_val)}.get(
-        getattr(valuer, "queries", ""), n)
+    # the closed forms' queries: the training rows, and for "both" the validation rows too
+    queries = n + (len(data.y_val) if getattr(valuer, "queries", None) == "both" else 0)
     # who sorts the training rows, and the cut's extra fits (one per validation fold)
     sorters = (f"every one of the {n:,} rows sorts the others" if queries == n else
                f"every one of the {n:,} rows and {len(data.y_val):,} validation rows sorts "
@@ -560,11 +560,8 @@ def _method_settings(method: str, valuer: Any, o: TDShapOptions,
     if method in ("knn_oob", "knn_shapley", "knn_shapley_train", "knn_shapley_proxy"):
         shapley = ("the Shapley values are exact", "auto: 0, a row whose removal helps the "
                    "other rows' predictions")
-        closed = {"knn_oob": ("the out-of-bag values are in closed form", "auto: chance "
-                              "(1 / classes)"),
-                  "knn_shapley": shapley, "knn_shapley_train": shapley,
-                  "knn_shapley_proxy": shapley}
-        unused, auto = closed[method]
+        unused, auto = (("the out-of-bag values are in closed form", "auto: chance "
+                         "(1 / classes)") if method == "knn_oob" else shapley)
         return {
             "tau": Setting(valuer.result_.threshold, o.tau != "auto", _auto_note(o.tau, auto)),
             **{name: Setting(None, False, f"not used: {unused}")

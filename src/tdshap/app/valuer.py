@@ -85,8 +85,9 @@ METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley", "knn_shapley_tra
 KNN_SHAPLEY_QUERIES = {"knn_shapley": "both", "knn_shapley_train": "training",
                        "knn_shapley_proxy": "both"}
 
-#: the most rows "auto" values with exact k-NN Shapley on training queries: N sorts of N
-#: rows, about 2 s at 5,000 rows on one core (thresholding Data-OOB's lists grow slower)
+#: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,
+#: 2.3 s at 5,000 rows on one core (3.4 s with 2,500 validation rows; benchmarks/scale.py;
+#: thresholding Data-OOB's lists grow slower)
 KNN_SHAPLEY_MAX_ROWS = 5000
 #: k of the k-NN whose exact Shapley values stand in for another classifier's
 PROXY_NEIGHBORS = 5

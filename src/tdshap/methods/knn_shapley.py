@@ -308,7 +308,7 @@ class KNNShapley(DirectValuation):
         modes = []  # (value sums per group of queries, squares, queries per group)
         if training:
             modes.append(self._sums(Xa, ya, Xa, ya, k, task, np.zeros(n, dtype=np.int64), 1,
-                                    own=True))
+                                    own=True, spread=True))
         folds = np.zeros(len(yv), dtype=np.int64)
         n_folds = 1
         if validation:
@@ -316,7 +316,8 @@ class KNNShapley(DirectValuation):
                 n_folds = min(int(self.n_folds), len(yv))
                 rng = np.random.default_rng(self.random_state)
                 folds = make_folds(yv, n_folds, rng, stratify=task == "classification")
-            modes.append(self._sums(Xa, ya, Xv, yv, k, task, folds, n_folds, own=False))
+            modes.append(self._sums(Xa, ya, Xv, yv, k, task, folds, n_folds, own=False,
+                                    spread=training))
         values, variances, counts = _mix([(t.sum(0), q, c.sum()) for t, q, c in modes])
         if not training:
             variances = np.zeros(n)  # exact for this validation set
@@ -327,13 +328,12 @@ class KNNShapley(DirectValuation):
             if not validation:
                 extra.update(validation_free=True)
         if self.queries == "both" and n_folds > 1:
-            (t_sum, t_sq, t_n), (v_sums, v_sq, v_n) = modes
-            flagged = []
-            for f in range(n_folds):
-                rest = np.arange(n_folds) != f
-                mixed, _, _ = _mix([(t_sum.sum(0), t_sq, t_n.sum()),
-                                    (v_sums[rest].sum(0), v_sq, v_n[rest].sum())])
-                flagged.append(np.flatnonzero(mixed < self.tau))
+            (t_sum, _, t_n), (v_sums, _, v_n) = modes
+            train = t_sum[0] / t_n[0]
+            # each fold's values: the same mean with that fold's validation queries left out
+            rest = [np.arange(n_folds) != f for f in range(n_folds)]
+            flagged = [np.flatnonzero(0.5 * train + 0.5 * v_sums[r].sum(0) / v_n[r].sum()
+                                      < self.tau) for r in rest]
             extra["cross_fit"] = CrossFit.made(Xv_given, yv_given, folds,
                                                tuple(flagged)).to_extra()
         self._finish(values=values, counts=np.full(n, counts, dtype=np.int64),
@@ -341,10 +341,11 @@ class KNNShapley(DirectValuation):
         return self
 
     def _sums(self, Xa: np.ndarray, ya: np.ndarray, Xq: np.ndarray, yq: np.ndarray, k: int,
-              task: str, groups: np.ndarray, n_groups: int, own: bool
+              task: str, groups: np.ndarray, n_groups: int, own: bool, spread: bool
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every row's values summed over the queries of each group ``(n_groups, N)``, their
-        squares summed over all queries ``(N,)``, and the queries per group.
+        squares summed over all queries ``(N,)`` (zeros unless ``spread``: only intervals
+        need them), and the queries per group.
 
         ``own``: the queries are the training rows, each left out of its own game.
         """
@@ -356,7 +357,8 @@ class KNNShapley(DirectValuation):
             phi = self._chunk(Xa, ya, Xq[rows], yq[rows], k, task, rows if own else None)
             for g in np.unique(groups[rows]):
                 total[g] += phi[groups[rows] == g].sum(axis=0)
-            squares += np.square(phi).sum(axis=0)
+            if spread:
+                squares += np.square(phi).sum(axis=0)
         return total, squares, np.bincount(groups, minlength=n_groups)
 
     @staticmethod
