@@ -369,6 +369,10 @@ METHODS: dict[str, Method] = {
     "find_harmful-train": Method(_find_harmful("knn_shapley_train"), "find_harmful with "
                                  "method='knn_shapley_train' (training queries only: auto's "
                                  "choice for a k-NN in session 8)"),
+    "find_harmful-proxy": Method(_find_harmful("knn_shapley_proxy"), "find_harmful with "
+                                 "method='knn_shapley_proxy' (exact 5-NN Shapley of the "
+                                 "standardised rows standing in for any classifier)",
+                                 ("classification",)),
     "find_harmful-tdshap": Method(_find_harmful("tdshap"), "find_harmful with method='tdshap' "
                                   "(the defaults before: TDShap on the user's metric, tau/eps "
                                   "auto, 50 rounds)"),
@@ -400,6 +404,9 @@ MODELS = {
     "tree": {"classification": "dtree", "regression": "dtree"},
     "logreg": {"classification": "logreg", "regression": "ridge"},
     "gbdt": {"classification": "gbdt", "regression": "gbdt"},
+    "rf": {"classification": "rf", "regression": "rf"},
+    "svm": {"classification": "svm", "regression": "svm"},
+    "mlp": {"classification": "mlp", "regression": "mlp"},
 }
 
 

@@ -218,6 +218,30 @@ _X = np.random.default_rng(0).normal(size=(60, 3))
 _Y = (_X[:, 0] > 0).astype(int)
 
 
+def _classifier() -> Any:
+    from sklearn.neighbors import KNeighborsClassifier
+
+    return KNeighborsClassifier(5)
+
+
+def test_a_regressor_makes_whole_number_targets_a_regression() -> None:
+    # five whole-number levels alone would be classes; the model says otherwise
+    y = np.clip(np.round(2 * _X[:, 0] + 2), 0, 4)
+    rows = tdshap.find_harmful(_X, y, Ridge(), cleanse=False)
+    assert rows.run.data.task == "regression"
+    assert rows.run.data.task_reason == "the model is a regressor"
+    assert tdshap.find_harmful(_X, y, cleanse=False).run.data.task == "classification"
+
+
+def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
+    # the grid's top would leave 4 of 8 rows for a 5-NN: every such fit fails
+    rows = tdshap.find_harmful(_X[:8], _Y[:8], _classifier(), X_val=_X[8:], y_val=_Y[8:],
+                               X_test=_X[8:], y_test=_Y[8:])
+    curve = rows.run.cleansing
+    assert curve is not None
+    assert max(curve.grid) == 3 and curve.extra["n_failed_fits"] == 0
+
+
 @pytest.mark.parametrize(("X", "y", "kwargs", "message"), [
     (pd.DataFrame(_X, columns=["a", "a", "b"]), _Y, {}, "duplicate column names: a"),
     (pd.DataFrame(_X), pd.Series(_Y[:-1]), {}, r"one target per row of X \(60\)"),
@@ -227,8 +251,12 @@ _Y = (_X[:, 0] > 0).astype(int)
     (_X, _Y, {"val_fraction": "0.2"}, "val_fraction='0.2' must be a number"),
     (_X, _Y, {"random_state": -1}, "random_state=-1 must be a whole number >= 0"),
     (_X, _Y, {"metric": "r2"}, "'r2' is for regression"),
+    (_X, _X[:, 0], {"estimator": _classifier()}, r"fractional values \(e.g. .*\) but the "
+     "model is a classifier"),
+    (_X, np.full(60, 3.0), {"estimator": Ridge()}, r"target is constant \(3\)"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
-        "fraction-text", "negative-seed", "metric-of-other-task"])
+        "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
+        "constant-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -13,6 +13,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from games import exact_shapley
 from tdshap.methods import KNNShapley
+from tdshap.methods.knn_shapley import _rank
 
 
 def knn_utility(X, y, X_val, y_val, k, task):
@@ -60,6 +61,16 @@ def test_ties_broken_by_row_position(task):
     exact, _ = exact_shapley(knn_utility(X, y, Xv, yv, 3, task), len(y))
     got = KNNShapley(n_neighbors=3, task=task, center=False).fit(X, y, Xv, yv).values_
     np.testing.assert_allclose(got, exact, atol=1e-12)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.1, 1.0])
+def test_rank_is_the_stable_order_whatever_the_ties(share):
+    # the fast sort re-sorts tied rows (or everything, when ties are common) stably
+    rng = np.random.default_rng(3)
+    dist = rng.random((300, 40))
+    tied = rng.random(300) < share
+    dist[tied, :20] = np.round(dist[tied, :20], 1)  # several equal distances per row
+    assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
 
 
 def test_centred_regression_is_the_game_on_centred_targets():

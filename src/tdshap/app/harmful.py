@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import check_number
 from tdshap.app.plan import run
@@ -31,6 +32,7 @@ from tdshap.app.tabular import (
     TableEncoder,
     check_same_columns,
     check_target,
+    first_fraction,
     holdout_split,
     infer_task,
 )
@@ -113,6 +115,18 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
                   "errors for every model.", UserWarning, stacklevel=3)
 
 
+def _model_task(estimator: Any) -> str | None:
+    """The task a scikit-learn classifier or regressor serves; None for anything else (a
+    registry name, whose entry has a model per task)."""
+    if estimator is None or isinstance(estimator, str):
+        return None
+    try:
+        classifier, regressor = is_classifier(estimator), is_regressor(estimator)
+    except (AttributeError, TypeError):  # not a scikit-learn estimator: the plan refuses it
+        return None
+    return "classification" if classifier else "regression" if regressor else None
+
+
 def prepare(
     X: pd.DataFrame,
     y: pd.Series,
@@ -126,14 +140,27 @@ def prepare(
     test_fraction: float = DEFAULT_TEST_FRACTION,
     impute: bool = False,
     seed: int = 0,
+    model_task: str | None = None,
 ) -> PreparedData:
-    """Check the target, hold rows out if needed, fit the encoder on the training rows."""
+    """Check the target, hold rows out if needed, fit the encoder on the training rows.
+
+    ``model_task``: the task of the user's model, which decides when ``task`` is None
+    (a regressor on whole-number targets is not a classifier).
+    """
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
     check_number(seed, "random_state", low=0, integer=True)
     if seed > 2**32 - 1:
         raise ValueError(f"random_state={seed} must be below 2**32.")
-    if task is None:
+    fraction = first_fraction(y)
+    if task is None and model_task == "classification" and fraction is not None:
+        raise ValueError(f"target column {y.name!r} has fractional values (e.g. {fraction!r}) "
+                         "but the model is a classifier: give class labels, or a regressor "
+                         "for a numeric target.")
+    if task is None and model_task is not None:
+        task, reason = model_task, ("the model is a classifier" if model_task ==
+                                    "classification" else "the model is a regressor")
+    elif task is None:
         task, reason = infer_task(y)
     elif task in ("classification", "regression"):
         reason = "given"
@@ -177,6 +204,10 @@ def prepare(
         Xt = yt = None
     if task == "classification" and len(np.unique(y_all[train])) < 2:
         raise ValueError("the training rows hold a single class: classification needs two.")
+    if task == "regression" and len(np.unique(y_all[train])) < 2:
+        raise ValueError(f"the training rows' target is constant ({y_all[train][0]:g}): every "
+                         "model predicts it whatever rows it keeps, so no row can help or hurt. "
+                         "Give a target that varies.")
     return PreparedData(
         Xa[train], y_all[train], Xv, yv, Xt, yt, train, X.index[train],
         task, reason, reason == "given", encoder, split_note,
@@ -270,7 +301,8 @@ def find_harmful(
         honest before/after score (stratified for classification); only the
         remaining rows are valued and returned.
     task:
-        ``"classification"`` or ``"regression"``; inferred from ``y`` if None.
+        ``"classification"`` or ``"regression"``; if None, the task of ``estimator``
+        (a scikit-learn classifier or regressor), else inferred from ``y``.
     metric, tau, eps, k, n_min, max_iter, time_budget:
         As in :class:`~tdshap.TDShap`; ``tau``/``eps`` default to ``"auto"``.
     impute:
@@ -325,7 +357,8 @@ def find_harmful(
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
     data = prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
                    frames.get("y_test"), task=task, val_fraction=val_fraction,
-                   test_fraction=test_fraction, impute=impute, seed=random_state)
+                   test_fraction=test_fraction, impute=impute, seed=random_state,
+                   model_task=_model_task(estimator))
     given = {"model"} if estimator is not None else set()
     if metric is not None:
         given.add("metric")

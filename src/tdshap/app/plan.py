@@ -65,19 +65,36 @@ def check_estimator_task(estimator: Any, task: str, label: str) -> None:
                              "regressor.", "model", "task")
 
 
+#: the largest share of the training rows a cut may remove (the cleansing grid's top)
+CLEANSE_MAX_FRACTION = 0.5
+
+
+def _neighbours(estimator: Any) -> list[int]:
+    """Every ``n_neighbors`` among the estimator's (nested) parameters."""
+    try:
+        params = estimator.get_params(deep=True)
+    except AttributeError:
+        return []
+    return [value for name, value in params.items()
+            if name.rsplit("__", 1)[-1] == "n_neighbors" and isinstance(value, int)]
+
+
+def cleanse_fraction(estimator: Any, n: int) -> float:
+    """The cleansing grid's top share of the ``n`` rows: never so deep that a k-NN has fewer
+    rows left than neighbours (those fits would fail)."""
+    k = max(_neighbours(estimator), default=0)
+    if 0 < k < n:
+        return min(CLEANSE_MAX_FRACTION, (n - k) / n)
+    return CLEANSE_MAX_FRACTION
+
+
 def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
     """k-NN asks for more neighbours than a fit has rows: every fit (or prefix) would fail.
 
     ``n`` is the number of training rows valued; ``n_min``, when given, the rows of
     the smallest prefix TDShap fits on.
     """
-    try:
-        params = estimator.get_params(deep=True)
-    except AttributeError:
-        return
-    for name, value in params.items():
-        if name.rsplit("__", 1)[-1] != "n_neighbors" or not isinstance(value, int):
-            continue
+    for value in _neighbours(estimator):
         if value > n:
             raise ParameterError(
                 f"n_neighbors={value} is larger than the N={n} training rows valued: every "
@@ -226,7 +243,7 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
             f"({utility.first_error}): fix the model or its parameters.")
     init = -(-n // k) * (k + 1)
     rounds = 0 if tdshap.max_iter is None else tdshap.max_iter * tdshap.n_blocks * (k + 1)
-    grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
+    grid = len(removal_grid(n, None, cleanse_fraction(tdshap.estimator, n))) if do_cleanse else 0
     return CostEstimate(per, init + rounds, init, grid, timed, path=utility.path_note)
 
 
@@ -301,7 +318,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                f"every one of the {n:,} rows and {len(data.y_val):,} validation rows sorts "
                "the training rows")
     folds = "; the cut's test adds one model per validation fold" if queries > n else ""
-    grid = len(removal_grid(n, None, 0.5)) if do_cleanse else 0
+    grid = len(removal_grid(n, None, cleanse_fraction(estimator, n))) if do_cleanse else 0
     errors: list[str] = []
     fit_s = predict_s = 0.0
     for _ in range(2):
@@ -334,6 +351,13 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                   f"({sorters}: cost grows with N squared log N)"
                   + (f"; cleansing refits the {_name(estimator)} per cut" + folds if grid
                      else "")))
+    closed_path = (f"exact k-NN Shapley in closed form: {sorters} (cost grows with N "
+                   "squared log N), no model fitted" + (folds if grid else ""))
+    if shapley and not grid:
+        # no cut to estimate: the neighbour search below would time only the cleansing
+        return CostEstimate(
+            0.0, 0, 0, 0, 2, path=closed_path, setup_what="the closed form",
+            setup_seconds=_closed_shapley_seconds(estimator, X, y, sample, queries))
     search = getattr(valuer, "neighbor_search", "exact")
     problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path,
                                                     X.shape[1], search)
@@ -381,8 +405,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     path = (f"k-NN neighbour lists, searched once for the {n:,} rows ({how}){hint}, "
             f"then {then}")
     if shapley:
-        path = (f"exact k-NN Shapley in closed form: {sorters} (cost grows with N squared "
-                f"log N), no model fitted" + (folds if grid else ""))
+        path = closed_path
     return CostEstimate(
         per_row * out_rows, bags, init, grid, 2,
         path=path,
@@ -518,7 +541,8 @@ def execute(p: RunPlan) -> HarmfulRun:
     if p.do_cleanse:
         cleansing = cleanse(result, p.estimator, data.X_train, data.y_train, data.X_val,
                             data.y_val, data.X_test, data.y_test, metric=p.metric,
-                            random_state=p.seed, rule=p.cut, n_bootstrap=DEFAULT_N_BOOTSTRAP)
+                            random_state=p.seed, rule=p.cut, n_bootstrap=DEFAULT_N_BOOTSTRAP,
+                            max_fraction=cleanse_fraction(p.estimator, len(data.y_train)))
         c = cleansing.extra
         _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"],
                         p.max_failed_fraction)

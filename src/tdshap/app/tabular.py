@@ -193,13 +193,22 @@ def check_same_columns(train: pd.DataFrame, other: pd.DataFrame, what: str) -> N
         )
 
 
+def first_fraction(y: pd.Series) -> float | None:
+    """The first value of a numeric target column that is not a whole number, if any."""
+    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        return None
+    values = y.to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    fractional = values[np.mod(values, 1) != 0]
+    return float(fractional[0]) if len(fractional) else None
+
+
 def infer_task(y: pd.Series) -> tuple[str, str]:
     """``(task, reason)`` for a target column (rule in the module docstring)."""
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
         return "classification", "the target is not numeric"
-    values = y.to_numpy(dtype=float)
-    n_levels = len(np.unique(values))
-    whole = bool(np.all(np.mod(values[np.isfinite(values)], 1) == 0))
+    n_levels = len(np.unique(y.to_numpy(dtype=float)))
+    whole = first_fraction(y) is None
     if whole and n_levels <= MAX_CLASSES:
         return "classification", (
             f"the target has {n_levels} distinct whole-number values (<= {MAX_CLASSES})"

@@ -90,6 +90,10 @@ from tdshap.methods.direct import DirectValuation
 #: a regression chunk holds about ten at once
 MAX_CHUNK_ENTRIES = 2**20
 DEFAULT_NEIGHBORS = 5
+# _rank: rows probed for ties, and the share of tied rows above which one stable sort is
+# cheaper than the unstable sort plus a stable one of the tied rows (measured break-even ~0.45)
+_TIE_PROBE_ROWS = 32
+_TIE_SHARE_STABLE = 0.4
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
 #: who queries the training rows: the validation rows (Jia et al.), the training rows, or
 #: both, weighing equally
@@ -372,7 +376,7 @@ class KNNShapley(DirectValuation):
         dist = cdist(Xv, X, "sqeuclidean")
         if own is not None:
             dist[np.arange(len(own)), own] = np.inf  # last in the order, then dropped
-        order = np.argsort(dist, axis=1, kind="stable")
+        order = _rank(dist)
         if own is not None:
             order = order[:, :-1]
         if task == "classification":
@@ -385,6 +389,28 @@ class KNNShapley(DirectValuation):
         out = np.zeros((len(Xv), len(X)))
         np.put_along_axis(out, order, phi, axis=1)
         return out
+
+
+def _rank(dist: np.ndarray) -> np.ndarray:
+    """Each row's columns from nearest to farthest, ties in column order.
+
+    The exact values need ties broken by row position (as a stable sort). The
+    unstable sort is about 2.5 times faster (SIMD), so rows are sorted that way
+    and only the rows with a tie again stably; where the first rows show that
+    ties are common (whole-number features), everything is sorted stably at once.
+    """
+    def tied(order: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        ranked = np.take_along_axis(rows, order, axis=1)
+        return (ranked[:, 1:] == ranked[:, :-1]).any(axis=1)
+
+    probe = dist[:_TIE_PROBE_ROWS]
+    if tied(np.argsort(probe, axis=1), probe).mean() > _TIE_SHARE_STABLE:
+        return np.argsort(dist, axis=1, kind="stable")
+    order = np.argsort(dist, axis=1)
+    redo = np.flatnonzero(tied(order, dist))
+    if redo.size:
+        order[redo] = np.argsort(dist[redo], axis=1, kind="stable")
+    return order
 
 
 def _mix(modes: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray, int]:
