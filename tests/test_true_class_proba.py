@@ -125,9 +125,12 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
         assert choose_method(knn, "auto", small, "approximate")[0] == "tdoob"
     # another classifier: a 5-NN of the standardised rows stands in for it; a regressor
     # that is not a k-NN: the bandit, as before
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
     for other in (DecisionTreeClassifier(), LogisticRegression(),
                   KNeighborsClassifier(weights="distance"),
-                  KNeighborsClassifier(metric="manhattan")):
+                  KNeighborsClassifier(metric="manhattan"), RandomForestClassifier(),
+                  make_pipeline(StandardScaler(), RandomForestClassifier())):
         assert choose_method(other, "auto", small)[0] == "knn_shapley_proxy"
         assert choose_method(other, "auto", large)[0] == "tdoob"
         for closed in ("knn_shapley", "knn_shapley_train"):
@@ -136,6 +139,11 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     from sklearn.tree import DecisionTreeRegressor
 
     assert choose_method(DecisionTreeRegressor(), "auto", small)[0] == "tdoob"
+    assert choose_method(RandomForestRegressor(), "auto", small)[0] == "tdoob"
+    # an SVM: the bandit's cut lowered fewer sets (docs/benchmarks.md)
+    from sklearn.svm import SVC
+
+    assert choose_method(SVC(), "auto", small)[0] == "tdoob"
     # gradient boosting: the proxy's cut gained less than the bandit's (docs/benchmarks.md)
     from sklearn.ensemble import HistGradientBoostingClassifier
 

@@ -319,6 +319,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                "the training rows")
     folds = "; the cut's test adds one model per validation fold" if queries > n else ""
     grid = len(removal_grid(n, None, cleanse_fraction(estimator, n))) if do_cleanse else 0
+    # the cross-fitted test's models (tdshap.cross_fit), one per fold
+    fold_fits = min(int(getattr(valuer, "n_folds", 0)), len(data.y_val)) \
+        if queries > n and grid else 0
     errors: list[str] = []
     fit_s = predict_s = 0.0
     for _ in range(2):
@@ -345,7 +348,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
                                                                       sample, queries),
-            cleansing_seconds=refit_cleansing, setup_what="the closed form",
+            cleansing_seconds=refit_cleansing + fold_fits * (fit_s + predict_s * held),
+            setup_what="the closed form",
             path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
                   f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
                   f"({sorters}: cost grows with N squared log N)"

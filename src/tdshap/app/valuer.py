@@ -33,8 +33,8 @@ regressors keep the training rows. The
 cost grows as N² log N, so larger sets (or ``neighbor_search="approximate"``)
 keep thresholding Data-OOB.
 
-For a decision tree or a linear classifier (or a k-NN without the closed form) on at
-most :data:`KNN_SHAPLEY_MAX_ROWS` rows, ``"auto"`` is the same closed form
+For a decision tree, a random forest or a linear classifier (or a k-NN without the
+closed form) on at most :data:`KNN_SHAPLEY_MAX_ROWS` rows, ``"auto"`` is the same closed form
 (``queries="both"``) for a 5-NN of the standardised training rows standing in for the
 model (``method="knn_shapley_proxy"``, open to any classifier); the cut refits the
 model itself along that ranking. With a depth-5 tree (9 seeds, eight sets) it ranked
@@ -42,11 +42,13 @@ best (mean AUROC 0.967; Data-OOB 0.963, thresholding Data-OOB 0.960) and its cut
 gained the most of all (+0.0314; Data-OOB +0.0296, thresholding Data-OOB +0.0227);
 with logistic regression it ranked best (0.967; Data-OOB 0.928) and gained +0.0236
 (thresholding Data-OOB +0.0186, exact k-NN Shapley +0.0253), in a tenth of the time
-(docs/benchmarks.md). With gradient boosting (3 seeds, five
-sets) it ranked as well (0.974 vs 0.973) but its cut gained far less (+0.0050 vs
-+0.0219: a boosted model is hurt by rows a 5-NN does not find out of place), so other
-classifiers keep thresholding Data-OOB, and so do regressors (the proxy ranked and cut
-a tree's targets worse).
+(docs/benchmarks.md); with a random forest (50 trees, 9 seeds) it ranked as well
+(0.967 vs 0.969) and gained more (+0.0071 vs +0.0032), 44 times faster. With gradient
+boosting (3 seeds, five sets) it ranked as well (0.974 vs 0.973) but its cut gained far
+less (+0.0050 vs +0.0219: a boosted model is hurt by rows a 5-NN does not find out of
+place); with an RBF support vector machine (3 seeds, eight sets) thresholding Data-OOB
+lowered no set and the proxy one. So other classifiers keep thresholding Data-OOB, and
+so do regressors (the proxy ranked and cut a tree's targets worse).
 
 ``method="tdshap"`` is the paper's TDShap with the user's metric (pass
 ``metric="true_class_proba"`` for its smooth variant).
@@ -86,7 +88,7 @@ KNN_SHAPLEY_QUERIES = {"knn_shapley": "both", "knn_shapley_train": "training",
                        "knn_shapley_proxy": "both"}
 
 #: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,
-#: 2.3 s at 5,000 rows on one core (3.4 s with 2,500 validation rows; benchmarks/scale.py;
+#: 1.7 s at 5,000 rows on one core (2.5 s with 2,500 validation rows; benchmarks/scale.py;
 #: thresholding Data-OOB's lists grow slower)
 KNN_SHAPLEY_MAX_ROWS = 5000
 #: k of the k-NN whose exact Shapley values stand in for another classifier's
@@ -108,15 +110,23 @@ class Valuer:
 
 
 #: the classifier families whose rows the k-NN proxy was measured to value better than
-#: thresholding Data-OOB (docs/benchmarks.md); with gradient boosting its cut gained less
+#: thresholding Data-OOB (docs/benchmarks.md); with gradient boosting its cut gained less,
+#: with an RBF support vector machine too (it is hardly hurt by the noise)
 PROXY_FAMILIES = ("sklearn.tree", "sklearn.linear_model", "sklearn.neighbors")
+#: single classifiers of other families measured the same way: the random forest (9 seeds,
+#: eight sets: gain +0.0071 against +0.0032, 44 times faster; docs/benchmarks.md)
+PROXY_CLASSES = ("sklearn.ensemble._forest.RandomForestClassifier",)
 
 
 def proxy_measured(estimator: Any) -> bool:
     """Whether ``"auto"`` values ``estimator``'s rows by the k-NN proxy: a classifier of a
-    family in :data:`PROXY_FAMILIES` (a Pipeline's last step decides)."""
+    family in :data:`PROXY_FAMILIES` or in :data:`PROXY_CLASSES` (a Pipeline's last step
+    decides)."""
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    return is_classifier(estimator) and type(model).__module__.startswith(PROXY_FAMILIES)
+    kind = type(model)
+    return is_classifier(estimator) and (kind.__module__.startswith(PROXY_FAMILIES)
+                                         or f"{kind.__module__}.{kind.__name__}"
+                                         in PROXY_CLASSES)
 
 
 def choose_method(estimator: Any, method: str, n_rows: int | None = None,
@@ -155,7 +165,8 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
     if small and proxy_measured(estimator):
         return "knn_shapley_proxy", (
             f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, training and "
-            "validation rows as queries, a proxy for the model (a tree or linear classifier "
+            "validation rows as queries, a proxy for the model (a tree, random forest or "
+            "linear classifier "
             f"on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; its cut, refitting the model and "
             "cross-fitted, gained more on the detection benchmark, docs/benchmarks.md)")
     return "tdoob", ("auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards; "
