@@ -240,6 +240,10 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
     curve = rows.run.cleansing
     assert curve is not None
     assert max(curve.grid) == 3 and curve.extra["n_failed_fits"] == 0
+    # as many rows as neighbours: nothing can go (the grid is the model on every row)
+    rows = tdshap.find_harmful(_X[:5], _Y[:5], _classifier(), X_val=_X[8:], y_val=_Y[8:],
+                               X_test=_X[8:], y_test=_Y[8:])
+    assert rows.run.cleansing is not None and list(rows.run.cleansing.grid) == [0]
 
 
 @pytest.mark.parametrize(("X", "y", "kwargs", "message"), [
@@ -254,9 +258,18 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
     (_X, _X[:, 0], {"estimator": _classifier()}, r"fractional values \(e.g. .*\) but the "
      "model is a classifier"),
     (_X, np.full(60, 3.0), {"estimator": Ridge()}, r"target is constant \(3\)"),
+    (_X, np.where(np.arange(60) < 58, "a", "b"), {}, r"single class \('a'\) once validation "
+     r"and test rows are held out; the other classes have too few rows \('b' has 2 rows\)"),
+    (_X, _Y, {"max_iter": -1}, r"max_iter=-1 must be a whole number >= 0"),
+    (_X, _Y, {"k": 0}, r"k=0 must be a whole number >= 1"),
+    (_X, _Y, {"eps": "x"}, r"eps='x' must be a number >= 0"),
+    (_X, _Y, {"n_min": -5}, r"n_min=-5 must be a whole number >= 0"),
+    (_X, [f"id{i}" for i in range(60)], {}, "no held-out validation row has a class the "
+     "training rows have: 60 classes in 60 rows"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
         "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
-        "constant-target"])
+        "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
+        "one-row-per-class"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -35,6 +35,7 @@ from tdshap.app.tabular import (
     first_fraction,
     holdout_split,
     infer_task,
+    plain_value,
 )
 
 DEFAULT_VAL_FRACTION = 0.25
@@ -188,6 +189,13 @@ def prepare(
     Xa = encoder.transform(X, "training data")
     if X_val is None or y_val is None:
         Xv, yv = Xa[val_rows], y_all[val_rows]
+        if task == "classification" and not np.isin(yv, y_all[train]).any():
+            n_classes = len(pd.unique(y_all))
+            raise ValueError(
+                f"no held-out validation row has a class the training rows have: "
+                f"{n_classes:,} classes in {len(y_all):,} rows leave too few rows per class "
+                "to hold some out. If the target is a number or an identifier, use task "
+                "regression or another target column; else give more rows per class.")
     else:
         Xv, yv = encoder.transform(X_val, "validation data"), check_target(y_val, task)
         if task == "classification":
@@ -203,7 +211,18 @@ def prepare(
     else:
         Xt = yt = None
     if task == "classification" and len(np.unique(y_all[train])) < 2:
-        raise ValueError("the training rows hold a single class: classification needs two.")
+        only = plain_value(y_all[train][0])
+        if X_val is not None:
+            raise ValueError(f"the training rows hold a single class ({only!r}): "
+                             "classification needs two.")
+        counts = pd.Series(y_all).value_counts()
+        rest = [(plain_value(c), n) for c, n in counts.items() if c != only]
+        others = ", ".join(f"{c!r} has {n} row{'s' if n != 1 else ''}" for c, n in rest[:5]) \
+            + (", ..." if len(rest) > 5 else "")
+        raise ValueError(f"the training rows hold a single class ({only!r}) once validation "
+                         f"and test rows are held out; the other classes have too few rows "
+                         f"({others}): give more rows of each class, or your own validation "
+                         "and test rows. Classification needs two classes.")
     if task == "regression" and len(np.unique(y_all[train])) < 2:
         raise ValueError(f"the training rows' target is constant ({y_all[train][0]:g}): every "
                          "model predicts it whatever rows it keeps, so no row can help or hurt. "

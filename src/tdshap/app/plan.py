@@ -83,8 +83,8 @@ def cleanse_fraction(estimator: Any, n: int) -> float:
     """The cleansing grid's top share of the ``n`` rows: never so deep that a k-NN has fewer
     rows left than neighbours (those fits would fail)."""
     k = max(_neighbours(estimator), default=0)
-    if 0 < k < n:
-        return min(CLEANSE_MAX_FRACTION, (n - k) / n)
+    if k:  # n - k rows may go (half a row more, so that the grid's floor lands on n - k)
+        return min(CLEANSE_MAX_FRACTION, (max(n - k, 0) + 0.5) / n)
     return CLEANSE_MAX_FRACTION
 
 
@@ -471,12 +471,10 @@ def plan(
     except ValueError as err:
         raise ParameterError(str(err).replace("neighbor_search=", "`neighbor_search` "),
                              "neighbor_search") from None
+    o.check()
     valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
                          {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
                           "resume": True if resume else None}, neighbor_search, n)
-    if o.time_budget is not None and o.time_budget <= 0:
-        raise ParameterError(f"time_budget={o.time_budget} must be > 0 seconds.",
-                             "time_budget")
     if valuer.method != "tdshap":
         if resume:
             raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tdshap._validation import ParameterError, check_number
 from tdshap.app.tabular import TableEncoder
 from tdshap.cleansing import CleansingResult
 from tdshap.result import ValuationResult
@@ -34,6 +35,39 @@ class TDShapOptions:
     n_min: int | str = "auto"
     max_iter: int | None = DEFAULT_MAX_ITER
     time_budget: float | None = None
+
+    def check(self) -> None:
+        """Refuse a value no method takes, whichever method runs: a closed form ignores
+        these settings, but a wrong one is still the user's mistake to hear about. (Limits
+        that depend on N are the methods' own checks.)"""
+        rules: tuple[tuple[str, Any, dict[str, Any], str], ...] = (
+            ("tau", "auto", {}, "a number in units of the values, or 'auto'"),
+            ("eps", "auto", {"low": 0}, "a number >= 0, or 'auto'"),
+            ("k", "auto", {"low": 1, "integer": True}, "a whole number >= 1, or 'auto'"),
+            ("n_min", "auto", {"low": 0, "integer": True},
+             "a whole number >= 0, a fraction of N such as 0.9, or 'auto'"),
+            ("max_iter", None, {"low": 0, "integer": True},
+             "a whole number >= 0, or None for no limit"),
+        )
+        for name, default, bounds, what in rules:
+            value = getattr(self, name)
+            if value is default or (isinstance(value, str) and value == default):
+                continue
+            if name == "n_min" and isinstance(value, float) and 0 < value < 1:
+                continue
+            try:
+                check_number(value, name, **bounds)
+            except ValueError:
+                raise ParameterError(f"{name}={value!r} must be {what}.", name) from None
+        if self.time_budget is not None:
+            try:
+                check_number(self.time_budget, "time_budget", low=0)
+                positive = self.time_budget > 0
+            except ValueError:
+                positive = False
+            if not positive:
+                raise ParameterError(f"time_budget={self.time_budget!r} must be > 0 seconds.",
+                                     "time_budget")
 
 
 @dataclass

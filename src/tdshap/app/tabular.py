@@ -249,7 +249,7 @@ def check_target(y: pd.Series, task: str) -> np.ndarray:
         raise ValueError(f"target column {name!r} holds complex numbers: it cannot be a label.")
     if y.nunique() < 2:
         raise ValueError(
-            f"target column {name!r} has a single class ({_plain(y.iloc[0])!r}): "
+            f"target column {name!r} has a single class ({plain_value(y.iloc[0])!r}): "
             "classification needs at least two."
         )
     return y.to_numpy()
@@ -424,7 +424,7 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
             if bad.any():
                 pos = int(np.flatnonzero(bad)[0])
                 raise ValueError(
-                    f"column {c!r} of the {what} holds {_plain(col.iloc[pos])!r} in row "
+                    f"column {c!r} of the {what} holds {plain_value(col.iloc[pos])!r} in row "
                     f"{X.index[pos]}, but it is numeric in the training rows: give numbers "
                     "there too (or text in both).") from None
         raise
@@ -485,6 +485,6 @@ def holdout_split(
     return train, val_idx, test_idx, stratify
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """A numpy scalar as the Python value it holds (its repr is what a user wrote)."""
     return value.item() if isinstance(value, np.generic) else value
