@@ -134,7 +134,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="auto: for a k-NN on at most 5,000 rows, exact k-NN Shapley "
                      "with the training and validation rows as queries and a cross-fitted "
                      "cut (knn_shapley; knn_shapley_train: the training rows only); for a "
-                     "tree, random forest or linear classifier on at most 5,000 rows, the "
+                     "tree, random forest, MLP or linear classifier on at most 5,000 rows, the "
                      "same for a 5-NN "
                      "of the standardised rows standing in for it (knn_shapley_proxy; the "
                      "cut refits your model); else thresholding Data-OOB (tdoob: the APT bandit "

@@ -336,7 +336,7 @@ def find_harmful(
         ``queries="both"``, in closed form; the cut's test is cross-fitted, each
         validation fold judging rows chosen without it: :mod:`tdshap.cross_fit`;
         ``"knn_shapley_train"``: the training rows alone, validation-free); for a
-        tree, random forest or linear classifier on at most 5,000 rows, the same values of a
+        tree, random forest, MLP or linear classifier on at most 5,000 rows, the same values of a
         5-NN of the standardised rows standing in for it (``"knn_shapley_proxy"``;
         the cut refits the model itself); otherwise thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
