@@ -246,6 +246,9 @@ def cleanse(
                        spec.from_predictions is not None)
     one_class = 0
     full_model: Any = None
+    # models already fitted, by the rows they leave out: a fold of the cross-fit that
+    # flags exactly the eligible rows needs no fit of its own
+    fitted_without: dict[bytes, Any] = {}
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         try:
@@ -254,6 +257,8 @@ def cleanse(
             model, alone = subset_fit(keep)
             one_class += alone
             val_score, pred, test_score = scored(model)
+            if n_remove == n_eligible:
+                fitted_without[_rows_key(order[:n_remove])] = model
         except Exception as err:
             if on_error == "raise":
                 raise
@@ -297,7 +302,7 @@ def cleanse(
         if not free and pair is not None and isinstance(values, ValuationResult):
             crossed = _cross_fitted(values.extra.get("cross_fit"), Xv, yv, len(ya),
                                     subset_fit, smooth_scores, spec, full_model,
-                                    predictions[0] if predictions else None)
+                                    predictions[0] if predictions else None, fitted_without)
         needed = ELIGIBLE_N_SE if free else n_se
         if crossed is not None and pair is not None:
             # rows judged only by validation rows that had no part in choosing them:
@@ -330,12 +335,21 @@ def cleanse(
     )
 
 
+def _rows_key(rows: np.ndarray) -> bytes:
+    """A set of row positions as a dictionary key (order does not matter)."""
+    return np.sort(np.asarray(rows, dtype=np.int64)).tobytes()
+
+
 def _cross_fitted(data: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
                   subset_fit: Any, smooth_scores: Any, spec: Any, full_model: Any,
-                  full_pred: np.ndarray | None) -> tuple[np.ndarray, float] | None:
+                  full_pred: np.ndarray | None, fitted_without: dict[bytes, Any]
+                  ) -> tuple[np.ndarray, float] | None:
     """Each validation row's smooth score under the model without the rows flagged
     without its fold, and the user's metric gain so cross-fitted; None when the result
-    holds no cross-fit for these validation rows or a fold's model cannot say."""
+    holds no cross-fit for these validation rows or a fold's model cannot say.
+
+    ``fitted_without``: models already fitted, keyed by :func:`_rows_key` of the rows
+    they leave out; folds that flag the same rows share one fit (added here)."""
     if data is None:
         return None
     try:
@@ -353,7 +367,10 @@ def _cross_fitted(data: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
             rows = cross.folds == f
             if not rows.any():
                 continue
-            model, _ = subset_fit(np.setdiff1d(np.arange(n_rows), flagged))
+            key = _rows_key(flagged)
+            if key not in fitted_without:
+                fitted_without[key] = subset_fit(np.setdiff1d(np.arange(n_rows), flagged))[0]
+            model = fitted_without[key]
             fold = smooth_scores(model)
             if fold is None:
                 return None

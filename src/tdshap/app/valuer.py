@@ -45,7 +45,7 @@ with logistic regression it ranked best (0.967; Data-OOB 0.928) and gained +0.02
 (docs/benchmarks.md); with a random forest (50 trees, 9 seeds) it ranked as well
 (0.967 vs 0.969) and gained more (+0.0071 vs +0.0032), 44 times faster; with an MLP (3
 seeds, four small sets) it ranked better (0.987 vs 0.981) and gained more (+0.0241 vs
-+0.0159; on clean data +0.0017 vs -0.0006), 45 times faster. With gradient
++0.0159; on clean data +0.0017 vs -0.0006), about 50 times faster. With gradient
 boosting (3 seeds, five sets) it ranked as well (0.974 vs 0.973) but its cut gained far
 less (+0.0050 vs +0.0219: a boosted model is hurt by rows a 5-NN does not find out of
 place); with an RBF support vector machine (3 seeds, eight sets) thresholding Data-OOB
@@ -73,7 +73,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sklearn.base import is_classifier
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.neighbors import KNeighborsClassifier
+from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -117,10 +119,9 @@ class Valuer:
 PROXY_FAMILIES = ("sklearn.tree", "sklearn.linear_model", "sklearn.neighbors")
 #: single classifiers of other families measured the same way: the random forest (9 seeds,
 #: eight sets: gain +0.0071 against +0.0032, 44 times faster) and the MLP (3 seeds, four
-#: small sets: +0.0241 against +0.0159, on clean data +0.0017 against -0.0006, 45 times
+#: small sets: +0.0241 against +0.0159, on clean data +0.0017 against -0.0006, about 50 times
 #: faster; docs/benchmarks.md)
-PROXY_CLASSES = ("sklearn.ensemble._forest.RandomForestClassifier",
-                 "sklearn.neural_network._multilayer_perceptron.MLPClassifier")
+PROXY_CLASSES = (RandomForestClassifier, MLPClassifier)
 
 
 def proxy_measured(estimator: Any) -> bool:
@@ -128,10 +129,8 @@ def proxy_measured(estimator: Any) -> bool:
     family in :data:`PROXY_FAMILIES` or in :data:`PROXY_CLASSES` (a Pipeline's last step
     decides)."""
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    kind = type(model)
-    return is_classifier(estimator) and (kind.__module__.startswith(PROXY_FAMILIES)
-                                         or f"{kind.__module__}.{kind.__name__}"
-                                         in PROXY_CLASSES)
+    return is_classifier(estimator) and (type(model).__module__.startswith(PROXY_FAMILIES)
+                                         or isinstance(model, PROXY_CLASSES))
 
 
 def choose_method(estimator: Any, method: str, n_rows: int | None = None,
