@@ -274,3 +274,15 @@ def apt_pulls(law: Law, runs: int, rng: np.random.Generator, pulls: Sequence[int
             m.add(every, arms, law.draw(rng, arms))
             done += 1
         yield n, m.counts.copy(), m.mu.copy(), m.variances(), None
+
+
+def knn_per_query(X: np.ndarray, y: np.ndarray, Xq: np.ndarray, yq: np.ndarray, k: int,
+                  task: str, own: np.ndarray | None = None) -> np.ndarray:
+    """``(queries, N)``: every training row's exact k-NN Shapley value in each query's
+    game (0 for a row left out of its own query's game)."""
+    from tdshap.methods.knn_shapley import KNNShapley
+
+    order, phi = KNNShapley._chunk(X, y, Xq, yq, k, task, own)
+    out = np.zeros((len(Xq), len(X)))
+    np.put_along_axis(out, order, phi, axis=1)
+    return out

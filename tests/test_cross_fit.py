@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
-from games import exact_shapley
+from games import exact_shapley, knn_per_query
 from tdshap.cleansing import _row_brier, cleanse
 from tdshap.cross_fit import CrossFit, label_fingerprint, make_folds
 from tdshap.methods import KNNShapley
@@ -46,8 +46,8 @@ def test_both_is_the_mean_of_the_two_modes(task):
                                                            "regression" else 0)
     if task == "regression":
         yva = np.asarray(yv, float) - np.mean(y)
-        pt = KNNShapley._chunk(Xa, ya, Xa, ya, 3, task, np.arange(40))
-        pv = KNNShapley._chunk(Xa, ya, Xv, yva, 3, task)
+        pt = knn_per_query(Xa, ya, Xa, ya, 3, task, np.arange(40))
+        pv = knn_per_query(Xa, ya, Xv, yva, 3, task)
         want = 0.25 * pt.var(0, ddof=1) / 40 + 0.25 * pv.var(0, ddof=1) / 25
         np.testing.assert_allclose(both.variances / both.counts, want, rtol=1e-9, atol=1e-15)
 

@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from games import exact_shapley
+from games import exact_shapley, knn_per_query
 from tdshap.methods import KNNShapley
 from tdshap.methods.knn_shapley import _rank
 
@@ -195,7 +195,7 @@ def test_training_queries_never_see_the_validation_rows():
     assert (alone.counts == 60).all()
     # the variances are the spread of the rows' contributions over the 60 queries
     Xa, ya = np.asarray(X), np.asarray(y)
-    per_query = KNNShapley._chunk(Xa, ya, Xa, ya, 5, "classification", np.arange(60))
+    per_query = knn_per_query(Xa, ya, Xa, ya, 5, "classification", np.arange(60))
     np.testing.assert_allclose(alone.values, per_query.mean(axis=0), atol=1e-15)
     np.testing.assert_allclose(alone.variances, per_query.var(axis=0, ddof=1), atol=1e-15)
     assert (per_query[np.arange(60), np.arange(60)] == 0).all()  # no row queries itself
@@ -313,3 +313,19 @@ def test_a_cut_that_leaves_one_class_is_that_class_not_a_failure():
         c = rows.run.cleansing
         assert c is not None and c.extra["n_one_class_fits"] > 0
         assert c.extra["n_failed_fits"] == 0
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_one_block_of_training_queries_equals_many_blocks_with_ties(task):
+    # one block takes the symmetric distances (pdist), many blocks cdist: same values
+    rng = np.random.default_rng(3)
+    X, Xv = rng.integers(0, 3, size=(80, 3)).astype(float), rng.integers(0, 3, size=(30, 3))
+    y = rng.integers(0, 2, 80) if task == "classification" else rng.normal(size=80)
+    yv = rng.integers(0, 2, 30) if task == "classification" else rng.normal(size=30)
+    est = KNeighborsClassifier(3) if task == "classification" else KNeighborsRegressor(3)
+    whole = KNNShapley(est, queries="both", random_state=0).fit(X, y, Xv, yv).result_
+    parts = KNNShapley(est, queries="both", random_state=0, batch_size=9).fit(
+        X, y, Xv, yv).result_
+    # (the blocks' sums are added in another order: equal to rounding)
+    np.testing.assert_allclose(whole.values, parts.values, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(whole.variances, parts.variances, rtol=1e-12, atol=1e-18)

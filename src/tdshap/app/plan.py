@@ -324,7 +324,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         if queries > n and grid else 0
     errors: list[str] = []
     fit_s = predict_s = 0.0
-    for _ in range(2):
+    # the closed form with no cut fits no model: nothing to time
+    for _ in range(2 if grid or not shapley else 0):
         bag = rng.choice(n, size=n, replace=True)
         try:
             t0 = time.perf_counter()

@@ -78,7 +78,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import cdist
+from scipy.spatial.distance import cdist, pdist, squareform
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import Pipeline
 
@@ -356,25 +356,37 @@ class KNNShapley(DirectValuation):
         """
         n = len(ya)
         chunk = int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
-        total, squares = np.zeros((n_groups, n)), np.zeros(n)
+        # the training rows against themselves in one block: the symmetric half suffices
+        # (the same sums of squared differences, about half the time)
+        square = (squareform(pdist(Xa, "sqeuclidean")) if own and len(yq) <= chunk
+                  else None)
+        total, squares = np.zeros(n_groups * n), np.zeros(n)
         for lo in range(0, len(yq), chunk):
             rows = np.arange(lo, min(lo + chunk, len(yq)))
-            phi = self._chunk(Xa, ya, Xq[rows], yq[rows], k, task, rows if own else None)
-            for g in np.unique(groups[rows]):
-                total[g] += phi[groups[rows] == g].sum(axis=0)
+            order, phi = self._chunk(Xa, ya, Xq[rows], yq[rows], k, task, rows if own else None,
+                                     dist=square)
+            # each value added to its row's total (and its group's), queries in order
+            slots = (groups[rows][:, None] * n + order).ravel()
+            total += np.bincount(slots, weights=phi.ravel(), minlength=n_groups * n)
             if spread:
-                squares += np.square(phi).sum(axis=0)
-        return total, squares, np.bincount(groups, minlength=n_groups)
+                squares += np.bincount(order.ravel(), weights=np.square(phi).ravel(),
+                                       minlength=n)
+        return (total.reshape(n_groups, n), squares,
+                np.bincount(groups, minlength=n_groups))
 
     @staticmethod
     def _chunk(X: np.ndarray, y: np.ndarray, Xv: np.ndarray, yv: np.ndarray, k: int,
-               task: str, own: np.ndarray | None = None) -> np.ndarray:
-        """``(queries, N)``: every training row's value in each query's game.
+               task: str, own: np.ndarray | None = None, dist: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's training rows from nearest to farthest ``(queries, N)``, and their
+        values in that query's game, in that order.
 
         ``own``: the training row each query is (training queries); that row
-        is left out of its own query's game and gets 0 there.
+        is left out of its own query's game (and of the order). ``dist``: the squared
+        distances of these queries, when already computed.
         """
-        dist = cdist(Xv, X, "sqeuclidean")
+        if dist is None:
+            dist = cdist(Xv, X, "sqeuclidean")
         if own is not None:
             dist[np.arange(len(own)), own] = np.inf  # last in the order, then dropped
         order = _rank(dist)
@@ -387,9 +399,7 @@ class KNNShapley(DirectValuation):
             t = np.asarray(yv, dtype=float)[:, None]
             phi = (2 * t * linear_knn_shapley(w, k) - linear_knn_shapley(w * w, k) / k
                    - 2 * pair_knn_shapley(w, k) / k**2)
-        out = np.zeros((len(Xv), len(X)))
-        np.put_along_axis(out, order, phi, axis=1)
-        return out
+        return order, phi
 
 
 def _rank(dist: np.ndarray) -> np.ndarray:
