@@ -181,3 +181,35 @@ def test_thresholding_oob_gets_the_users_k_and_max_iter() -> None:
     default = make_valuer(KNeighborsClassifier(), "accuracy", set(), "auto",
                           TDShapOptions(), 0, False, {})
     assert default.estimator.k == "auto" and default.estimator.max_iter == 100
+
+
+def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> None:
+    from sklearn.datasets import make_blobs, make_classification
+
+    from tdshap.app.valuer import proxy_shortfall
+
+    # two features decide the class, 80 do not: a tree finds them, the 5-NN's distances
+    # are mostly the 80
+    X, y = make_classification(900, n_features=82, n_informative=2, n_redundant=0,
+                               n_clusters_per_class=1, class_sep=2.0, random_state=0)
+    wide = (X[:600], y[:600], X[600:], y[600:])
+    tree = DecisionTreeClassifier(max_depth=5, random_state=0)
+    model_acc, proxy_acc, se = proxy_shortfall(tree, wide)
+    assert model_acc - proxy_acc > 0.1 and se > 0
+    chosen, why = choose_method(tree, "auto", 600, data=wide)
+    assert chosen == "tdoob" and "proxy predicted the validation rows worse" in why
+    assert choose_method(tree, "auto", 600)[0] == "knn_shapley_proxy"  # no rows: as before
+    assert choose_method(tree, "knn_shapley_proxy", 600, data=wide)[0] == "knn_shapley_proxy"
+    # classes that are local in every feature: the proxy stands in
+    Xb, yb = make_blobs(600, n_features=4, centers=3, random_state=0)
+    local = (Xb[:400], yb[:400], Xb[400:], yb[400:])
+    assert choose_method(tree, "auto", 400, data=local)[0] == "knn_shapley_proxy"
+    # a model that cannot be fitted here: no verdict (the run says why it fails)
+    assert proxy_shortfall(LogisticRegression(C=-1.0), local) is None
+    # find_harmful passes its rows: the run says what it took and why
+    from tdshap import find_harmful
+
+    rows = find_harmful(X[:300], y[:300], tree, X_val=X[600:750], y_val=y[600:750],
+                        cleanse=False, random_state=0)
+    assert rows.run.settings["method"].value == "tdoob"
+    assert "proxy predicted the validation rows worse" in rows.run.settings["method"].why

@@ -475,7 +475,8 @@ def plan(
     o.check()
     valuer = make_valuer(estimator, metric, given, method, o, seed, progress,
                          {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
-                          "resume": True if resume else None}, neighbor_search, n)
+                          "resume": True if resume else None}, neighbor_search, n,
+                         (data.X_train, data.y_train, data.X_val, data.y_val))
     if valuer.method != "tdshap":
         if resume:
             raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "

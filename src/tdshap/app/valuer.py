@@ -50,7 +50,12 @@ boosting (3 seeds, five sets) it ranked as well (0.974 vs 0.973) but its cut gai
 less (+0.0050 vs +0.0219: a boosted model is hurt by rows a 5-NN does not find out of
 place); with an RBF support vector machine (3 seeds, eight sets) thresholding Data-OOB
 lowered no set and the proxy one. So other classifiers keep thresholding Data-OOB, and
-so do regressors (the proxy ranked and cut a tree's targets worse).
+so do regressors (the proxy ranked and cut a tree's targets worse). The proxy stands in
+only where it predicts the validation rows about as well as the model
+(:func:`proxy_shortfall`): with many features that do not decide the class (a tree or a
+linear model ignores them, the 5-NN's distances do not) it predicted them 0.05-0.28
+worse and ranked a tree's planted rows at AUROC 0.86 and 0.79 where thresholding
+Data-OOB reached 0.92 and 0.88, so there ``"auto"`` keeps thresholding Data-OOB.
 
 ``method="tdshap"`` is the paper's TDShap with the user's metric (pass
 ``metric="true_class_proba"`` for its smooth variant).
@@ -72,7 +77,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sklearn.base import is_classifier
+import numpy as np
+from sklearn.base import clone, is_classifier
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
@@ -133,9 +139,44 @@ def proxy_measured(estimator: Any) -> bool:
                                          or isinstance(model, PROXY_CLASSES))
 
 
+#: the proxy stands in for a model only where it predicts the validation rows about as well:
+#: "auto" leaves it when the model's validation accuracy is higher by more than this ...
+PROXY_MAX_SHORTFALL = 0.05
+#: ... and by more than this many standard errors of the paired difference (not by chance)
+PROXY_SHORTFALL_N_SE = 2.0
+
+
+def proxy_shortfall(estimator: Any, data: tuple[Any, Any, Any, Any]
+                    ) -> tuple[float, float, float] | None:
+    """``(model accuracy, proxy accuracy, standard error of their difference)`` on the
+    validation rows, both fitted on the training rows ``data = (X, y, X_val, y_val)``;
+    None when the model cannot be fitted here (the run then says why).
+
+    A 5-NN of the standardised rows is a fair stand-in where the classes are local in
+    every feature; with many features that do not matter (a tree or a linear model
+    ignores them, the distances do not) it predicts the labels far worse than the model
+    and its values rank the model's harmful rows worse (docs/benchmarks.md, "wide" data).
+    """
+    X, y, X_val, y_val = data
+    if X_val is None or len(y_val) < 2:
+        return None
+    proxy = make_pipeline(StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS))
+    try:
+        right_model = clone(estimator).fit(X, y).predict(X_val) == y_val
+        right_proxy = proxy.fit(X, y).predict(X_val) == y_val
+    except Exception:  # a model that fails here fails in the run, which says why
+        return None
+    diff = np.asarray(right_model, dtype=float) - np.asarray(right_proxy, dtype=float)
+    return (float(np.mean(right_model)), float(np.mean(right_proxy)),
+            float(np.std(diff, ddof=1) / np.sqrt(len(diff))))
+
+
 def choose_method(estimator: Any, method: str, n_rows: int | None = None,
-                  neighbor_search: str = "exact") -> tuple[str, str]:
-    """``(method, why)`` for ``method`` in :data:`METHODS` (``n_rows``: the training rows)."""
+                  neighbor_search: str = "exact",
+                  data: tuple[Any, Any, Any, Any] | None = None) -> tuple[str, str]:
+    """``(method, why)`` for ``method`` in :data:`METHODS` (``n_rows``: the training rows;
+    ``data``: ``(X, y, X_val, y_val)``, to check that the k-NN proxy predicts the
+    validation rows about as well as the model before ``"auto"`` takes it)."""
     if method not in METHODS:
         raise ValueError(f"method={method!r} must be one of {METHODS}.")
     if method == "knn_oob":
@@ -166,6 +207,17 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
             "auto: exact k-NN Shapley with the training and validation rows as queries, the "
             f"cut cross-fitted (a k-NN classifier on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; "
             "best cut on the detection benchmark, docs/benchmarks.md)")
+    shortfall = (proxy_shortfall(estimator, data) if small and proxy_measured(estimator)
+                 and data is not None else None)
+    if shortfall is not None:
+        model_acc, proxy_acc, se = shortfall
+        gap = model_acc - proxy_acc
+        if gap > max(PROXY_MAX_SHORTFALL, PROXY_SHORTFALL_N_SE * se):
+            return "tdoob", (
+                "auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards), not "
+                f"the {PROXY_NEIGHBORS}-NN proxy: the proxy predicted the validation rows "
+                f"worse than the model ({proxy_acc:.3f} against {model_acc:.3f} accuracy), "
+                "so its values would not be the model's")
     if small and proxy_measured(estimator):
         return "knn_shapley_proxy", (
             f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, training and "
@@ -179,7 +231,8 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
 
 def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
                 options: Any, seed: int, progress: bool, tdshap_extra: dict[str, Any],
-                neighbor_search: str = "exact", n_rows: int | None = None) -> Valuer:
+                neighbor_search: str = "exact", n_rows: int | None = None,
+                data: tuple[Any, Any, Any, Any] | None = None) -> Valuer:
     """The valuation estimator for ``find_harmful``'s settings.
 
     ``metric`` is the user's metric (used to cleanse and to report);
@@ -187,10 +240,11 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
     ``given`` names the settings the user chose; ``tdshap_extra`` holds
     TDShap-only parameters (checkpointing). ``neighbor_search`` is the bagging
     methods' k-NN neighbour search (``"exact"`` or ``"approximate"``); ``n_rows``
-    the training rows (``"auto"`` chooses by it).
+    the training rows (``"auto"`` chooses by it); ``data`` the rows ``(X, y, X_val,
+    y_val)`` (:func:`choose_method`).
     """
     metric_given = "metric" in given
-    chosen, why = choose_method(estimator, method, n_rows, neighbor_search)
+    chosen, why = choose_method(estimator, method, n_rows, neighbor_search, data)
     if chosen in KNN_SHAPLEY_QUERIES:
         if neighbor_search != "exact":
             raise ParameterError("`neighbor_search` 'approximate' serves the bagging methods "
