@@ -526,6 +526,9 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
 @pytest.mark.parametrize(("option", "words"), [
     (["--eps", "-1"], ("--eps",)), (["--time-budget", "0"], ("--time-budget",)),
     (["--k", "0"], ("--k",)), (["--n-min", "-2"], ("--n-min",)),
+    # beyond float range: a whole number, not a traceback from numpy
+    (["--method", "tdshap", "--k", "9" * 30], ("--k", "too few")),
+    (["--method", "tdshap", "--n-min", "9" * 400], ("--n-min", "too few")),
     (["--val-fraction", "1.5"], ("--val-fraction",)),
     (["--max-failed-fraction", "2"], ("--max-failed-fraction",)),
     (["--checkpoint-every", "-1"], ("--checkpoint-every",)),

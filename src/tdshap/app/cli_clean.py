@@ -78,7 +78,9 @@ class AutoOr(click.ParamType):
         except ValueError:
             self.fail(f"{value!r} is not 'auto' or a {'whole ' if self.integer else ''}number",
                       param, ctx)
-        if not np.isfinite(number) or (self.low is not None and number < self.low):
+        # a whole number has no inf/nan (and one beyond float range breaks np.isfinite)
+        finite = isinstance(number, int) or bool(np.isfinite(number))
+        if not finite or (self.low is not None and number < self.low):
             self.fail(f"{value!r} must be 'auto' or a number >= {self.low:g}"
                       if self.low is not None else f"{value!r} is not a finite number",
                       param, ctx)
