@@ -49,6 +49,36 @@ def test_loading_a_future_format_is_refused(tmp_path):
         ValuationResult.load(p)
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"variances": [-1.0] * 4}, "negative variances"),
+    ({"harmful": ["no"] * 4}, "'harmful' is not a list of true/false"),
+    ({"index": [[1, 2]] * 4}, "'index' is not a list of 4 row labels"),
+], ids=["negative-variances", "text-flags", "nested-index"])
+def test_an_edited_result_file_is_refused(tmp_path, edit, message):
+    data = {**_result().to_dict(), **edit}
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=message):
+        ValuationResult.load(p)
+
+
+def test_a_result_file_nested_too_deep_is_refused(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deep"):  # not a RecursionError
+        ValuationResult.load(p)
+
+
+def test_a_compressed_result_archive_is_refused_unread(tmp_path):
+    # np.savez stores its members: a deflated one could unpack to gigabytes (a zip bomb)
+    path = _result().save(tmp_path / "r.npz")
+    with np.load(path, allow_pickle=False) as z:
+        members = {k: z[k] for k in z.files}
+    np.savez_compressed(path, **members)
+    with pytest.raises(ValueError, match="is compressed"):
+        ValuationResult.load(path)
+
+
 def test_dataframe_has_intervals_around_values():
     frame = _result().to_dataframe()
     assert list(frame.index) == ["a", "b", "c", "d"]
