@@ -502,6 +502,14 @@ def test_out_under_proc(work: Path) -> None:
                   *FAST, words=("system folder",))
 
 
+def test_out_the_root_of_the_file_system_even_with_force() -> None:
+    from tdshap.app.outdir import OutputError, OutputFolder
+
+    # checked without writing: --force into "/" would scatter the outputs there
+    with pytest.raises(OutputError, match="root of the file system"):
+        OutputFolder(Path("/"), force=True, known=("values.csv",)).check([], ["values.csv"])
+
+
 # -- 7. no silent meaningless results -----------------------------------------------------
 def test_every_fit_failing_is_an_error(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params",
