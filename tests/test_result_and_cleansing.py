@@ -109,6 +109,28 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
     assert c.test_scores is not None and c.cleaned_test == c.test_scores[best]
 
 
+@pytest.mark.parametrize(("values", "kwargs", "message"), [
+    (np.array(["a"] * 60), {}, "values must be numbers"),
+    (np.arange(60.0), {"random_state": -1}, "random_state=-1 must be a whole number >= 0"),
+    (np.arange(60.0), {"rule": "one_se", "alpha": 2}, "alpha=2 must be a level between 0 "
+     "and 1"),
+    (np.arange(60.0), {"y_test": "test"}, "give X_test with y_test"),
+    (np.arange(60.0), {"X": "sparse"}, r"X is a sparse matrix: pass X.toarray\(\)"),
+], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X"])
+def test_cleanse_refuses_bad_arguments_in_one_clear_error(breast_cancer_small, values, kwargs,
+                                                          message):
+    import scipy.sparse as sp
+
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    if kwargs.get("y_test") == "test":
+        kwargs = {"y_test": d.test[1]}  # with no X_test it used to be ignored in silence
+    if kwargs.get("X") == "sparse":
+        X, kwargs = sp.csr_matrix(X), {}
+    with pytest.raises(ValueError, match=message):
+        cleanse(values, DecisionTreeClassifier(max_depth=3), X, y, Xv, yv, **kwargs)
+
+
 @pytest.mark.slow
 def test_tdshap_finds_flipped_labels(tmp_path):
     from tdshap.app.demo import breast_cancer
