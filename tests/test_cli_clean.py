@@ -282,6 +282,26 @@ def test_resume_extends_a_finished_run(tmp_path: Path, train: Path) -> None:
 
 
 # -- runs that work -------------------------------------------------------------------
+def test_values_csv_ids_cannot_run_as_spreadsheet_formulas(tmp_path: Path) -> None:
+    # ids are the user's text; values.csv is the tool's file: no cell starts a formula
+    frame = table(n=60)
+    evil = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(1)"]
+    frame.insert(0, "=HYPERLINK(1)", [f"{evil[i % 4]}{i}" if i % 5 else f"r{i}"
+                                      for i in range(len(frame))])
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--id-column", "=HYPERLINK(1)",
+                 "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = (tmp_path / "out" / "values.csv").read_text().splitlines()
+    assert lines[0].startswith("'=HYPERLINK(1),value,")
+    cells = [line.split(",")[0] for line in lines[1:]]
+    assert not [c for c in cells if c.startswith(("=", "+", "-", "@"))]
+    assert any(c.startswith("'=cmd|") for c in cells) and any(c[0] == "r" for c in cells)
+    # cleaned.csv is the user's own file, copied byte for byte
+    source = (tmp_path / "t.csv").read_text().splitlines()
+    assert set((tmp_path / "out" / "cleaned.csv").read_text().splitlines()) <= set(source)
+
+
 def test_clean_writes_every_output(tmp_path: Path) -> None:
     frame = table(n=60)
     frame.insert(0, "id", [f"r{i}" for i in range(len(frame))])

@@ -347,6 +347,11 @@ def edit_checkpoint(path: Path, **changes: object) -> None:
     {"thresholds_set": "yes"}, {"array_counts": np.zeros(3, dtype=np.int64)},
     {"array_mu": np.full(134, np.nan)}, {"array_init_order": np.zeros(134, dtype=np.int64)},
     {"array_counts": np.full(134, 7, dtype=np.int64)},
+    # degenerate generator states: numpy's bounded draws would loop forever on them
+    {"rng": {"bit_generator": "PCG64", "state": {"state": 0, "inc": 0}, "has_uint32": 0,
+             "uinteger": 0}},
+    {"rng": {"bit_generator": "MT19937", "state": {"key": [0] * 624, "pos": 624}}},
+    {"array_m2": np.full(134, -1.0)},
 ], ids=lambda c: "-".join(c))
 def test_an_edited_checkpoint_is_refused_in_one_line(
         work: Path, changes: dict, first_run: Callable[..., Path]) -> None:
@@ -362,11 +367,24 @@ class _Payload:
         return (os.system, ("touch PWNED",))
 
 
+def _deflated(b: bytes) -> bytes:
+    """The same archive with its members compressed: what a zip bomb looks like."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(b)) as src, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    return out.getvalue()
+
+
 @pytest.mark.parametrize("damage", [
     lambda b: b"", lambda b: b"PK\x03\x04 not a zip", lambda b: b"\x00" * 100,
     lambda b: b[: len(b) // 2], lambda b: pickle.dumps(_Payload()),
-    lambda b: b'{"format": "tdshap.Checkpoint"}',
-], ids=["empty", "zip-magic", "zeros", "truncated", "pickle", "json"])
+    lambda b: b'{"format": "tdshap.Checkpoint"}', _deflated,
+], ids=["empty", "zip-magic", "zeros", "truncated", "pickle", "json", "deflated"])
 def test_a_damaged_checkpoint_is_refused_in_one_line(
         work: Path, damage: Callable[[bytes], bytes], first_run: Callable[..., Path]) -> None:
     first_run("value")
@@ -484,6 +502,14 @@ def test_out_under_proc(work: Path) -> None:
                   *FAST, words=("system folder",))
 
 
+def test_out_the_root_of_the_file_system_even_with_force() -> None:
+    from tdshap.app.outdir import OutputError, OutputFolder
+
+    # checked without writing: --force into "/" would scatter the outputs there
+    with pytest.raises(OutputError, match="root of the file system"):
+        OutputFolder(Path("/"), force=True, known=("values.csv",)).check([], ["values.csv"])
+
+
 # -- 7. no silent meaningless results -----------------------------------------------------
 def test_every_fit_failing_is_an_error(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params",
@@ -526,6 +552,9 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
 @pytest.mark.parametrize(("option", "words"), [
     (["--eps", "-1"], ("--eps",)), (["--time-budget", "0"], ("--time-budget",)),
     (["--k", "0"], ("--k",)), (["--n-min", "-2"], ("--n-min",)),
+    # beyond float range: a whole number, not a traceback from numpy
+    (["--method", "tdshap", "--k", "9" * 30], ("--k", "too few")),
+    (["--method", "tdshap", "--n-min", "9" * 400], ("--n-min", "too few")),
     (["--val-fraction", "1.5"], ("--val-fraction",)),
     (["--max-failed-fraction", "2"], ("--max-failed-fraction",)),
     (["--checkpoint-every", "-1"], ("--checkpoint-every",)),

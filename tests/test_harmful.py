@@ -266,10 +266,14 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
     (_X, _Y, {"n_min": -5}, r"n_min=-5 must be a whole number >= 0"),
     (_X, [f"id{i}" for i in range(60)], {}, "no held-out validation row has a class the "
      "training rows have: 60 classes in 60 rows"),
+    (pd.DataFrame({"a": _X[:, 0], "tags": [["x"], ["y", "z"]] * 30}), _Y, {},
+     r"column 'tags' of the training data holds a list in row \d+ .*one number or text"),
+    (_X, pd.Series([[0], [1]] * 30), {}, r"holds a label of type list \(\[0\]\)"),
+    (_X, np.array([b"a", b"b"] * 30, dtype=object), {}, r"label of type bytes"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
         "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
-        "one-row-per-class"])
+        "one-row-per-class", "list-cells", "list-labels", "bytes-labels"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -291,3 +295,19 @@ def test_a_python_int_beyond_numpys_is_a_whole_number() -> None:
     check_number(10**30, "max_iter", low=0, integer=True)  # no TypeError from numpy
     with pytest.raises(ValueError, match="must be a whole number"):
         check_number(float("inf"), "max_iter", low=0, integer=True)
+
+
+def test_numbers_in_an_object_array_are_numeric_labels() -> None:
+    # e.g. y built as a Python list that mixes 1 and 2.0: scikit-learn calls it "unknown"
+    y = np.array([1, 2.0] * 30, dtype=object)[np.argsort(np.argsort(_X[:, 0]))]
+    rows = tdshap.find_harmful(_X, y, cleanse=False)
+    assert rows.run.data.task == "classification"
+    assert set(np.unique(rows.run.data.y_train)) == {1, 2}
+
+
+def test_held_out_rows_of_a_single_class_are_valid() -> None:
+    # a small validation or test set may hold one class; only the training rows need two
+    ones = _Y[40:] == 1
+    rows = tdshap.find_harmful(_X[:40], _Y[:40], X_val=_X[40:][ones], y_val=_Y[40:][ones],
+                               X_test=_X[40:][~ones], y_test=_Y[40:][~ones])
+    assert len(rows) == 40 and rows.run.cleansing is not None

@@ -49,6 +49,36 @@ def test_loading_a_future_format_is_refused(tmp_path):
         ValuationResult.load(p)
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"variances": [-1.0] * 4}, "negative variances"),
+    ({"harmful": ["no"] * 4}, "'harmful' is not a list of true/false"),
+    ({"index": [[1, 2]] * 4}, "'index' is not a list of 4 row labels"),
+], ids=["negative-variances", "text-flags", "nested-index"])
+def test_an_edited_result_file_is_refused(tmp_path, edit, message):
+    data = {**_result().to_dict(), **edit}
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=message):
+        ValuationResult.load(p)
+
+
+def test_a_result_file_nested_too_deep_is_refused(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deep"):  # not a RecursionError
+        ValuationResult.load(p)
+
+
+def test_a_compressed_result_archive_is_refused_unread(tmp_path):
+    # np.savez stores its members: a deflated one could unpack to gigabytes (a zip bomb)
+    path = _result().save(tmp_path / "r.npz")
+    with np.load(path, allow_pickle=False) as z:
+        members = {k: z[k] for k in z.files}
+    np.savez_compressed(path, **members)
+    with pytest.raises(ValueError, match="is compressed"):
+        ValuationResult.load(path)
+
+
 def test_dataframe_has_intervals_around_values():
     frame = _result().to_dataframe()
     assert list(frame.index) == ["a", "b", "c", "d"]
@@ -77,6 +107,28 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
     assert c.removed.tolist() == list(range(c.n_remove))
     assert c.cleaned_val == c.val_scores.max() and c.baseline_val == c.val_scores[0]
     assert c.test_scores is not None and c.cleaned_test == c.test_scores[best]
+
+
+@pytest.mark.parametrize(("values", "kwargs", "message"), [
+    (np.array(["a"] * 60), {}, "values must be numbers"),
+    (np.arange(60.0), {"random_state": -1}, "random_state=-1 must be a whole number >= 0"),
+    (np.arange(60.0), {"rule": "one_se", "alpha": 2}, "alpha=2 must be a level between 0 "
+     "and 1"),
+    (np.arange(60.0), {"y_test": "test"}, "give X_test with y_test"),
+    (np.arange(60.0), {"X": "sparse"}, r"X is a sparse matrix: pass X.toarray\(\)"),
+], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X"])
+def test_cleanse_refuses_bad_arguments_in_one_clear_error(breast_cancer_small, values, kwargs,
+                                                          message):
+    import scipy.sparse as sp
+
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    if kwargs.get("y_test") == "test":
+        kwargs = {"y_test": d.test[1]}  # with no X_test it used to be ignored in silence
+    if kwargs.get("X") == "sparse":
+        X, kwargs = sp.csr_matrix(X), {}
+    with pytest.raises(ValueError, match=message):
+        cleanse(values, DecisionTreeClassifier(max_depth=3), X, y, Xv, yv, **kwargs)
 
 
 @pytest.mark.slow

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -40,3 +41,28 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def unpacked_size_problem(fh: IO[bytes]) -> str | None:
+    """Why the ``.npz`` archive open in ``fh`` would unpack to more than it holds, or None.
+
+    ``np.savez`` stores its arrays uncompressed, so the members of an archive this
+    library wrote add up to less than the file itself. A compressed member, or
+    members that share their bytes, could unpack to gigabytes from a small file
+    (a "zip bomb"): such an archive is refused before numpy reads any of it.
+    ``fh`` is left at its start.
+    """
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(0)
+    try:
+        with zipfile.ZipFile(fh) as archive:
+            members = archive.infolist()
+    finally:
+        fh.seek(0)
+    packed = [m.filename for m in members if m.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        return f"member {packed[0]!r} is compressed; tdshap writes its archives uncompressed"
+    total = sum(m.file_size for m in members)
+    if total > size:
+        return f"its members unpack to {total:,} bytes, more than the file's {size:,}"
+    return None

@@ -6,10 +6,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
+    if sp.issparse(X):  # np.asarray makes it a 0-d object array: "non-numeric" would mislead
+        raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
+                         "valued as dense arrays).")
     if isinstance(X, pd.DataFrame):
         bad = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
         if bad:

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from tdshap._io import jsonable
-from tdshap._validation import as_features, as_target, check_data
+from tdshap._validation import as_features, as_target, check_data, check_number
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
     CROSS_FIT_N_SE,
@@ -116,7 +116,11 @@ def removal_grid(n: int, step: int | None, max_fraction: float) -> np.ndarray:
 def _ranking(values: Any, random_state: Any) -> tuple[np.ndarray, str]:
     if isinstance(values, ValuationResult):
         return values.ranking(random_state), values.algorithm
-    arr = np.asarray(values, dtype=float)
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("values must be numbers (one per training row) or a "
+                         "ValuationResult.") from None
     if arr.ndim != 1:
         raise ValueError("values must be 1-D (one value per training row) or a ValuationResult.")
     rng = np.random.default_rng(random_state)
@@ -179,7 +183,16 @@ def cleanse(
     if int(n_bootstrap) != n_bootstrap or n_bootstrap < 0:
         raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
                          "(0: no bootstrap, so the one_se rule removes nothing).")
+    if random_state is not None:
+        check_number(random_state, "random_state", low=0, integer=True,
+                     hint="It seeds the tie-breaking and the bootstrap (or None).")
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.floating) or \
+            not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha!r} must be a level between 0 and 1 (exclusive), "
+                         "e.g. 0.05.")
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
+    if (X_test is None) != (y_test is None):
+        raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None
     if has_test:
         Xt = as_features(X_test, "X_test")

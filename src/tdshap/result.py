@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._io import atomic_write_bytes, jsonable
+from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
 from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
     DEFAULT_INTERVAL,
@@ -273,11 +273,17 @@ class ValuationResult:
                                       f"{n} values.")
         if fields["counts"].min(initial=0) < 0:
             raise ResultFileError("field 'counts' holds negative pull counts.")
+        if (fields["variances"] < 0).any():
+            raise ResultFileError("field 'variances' holds negative variances.")
+        if fields["harmful"] is not None and not all(
+                isinstance(x, bool) for x in data["harmful"]):
+            raise ResultFileError("field 'harmful' is not a list of true/false.")
         if fields["order"] is not None and not np.array_equal(np.sort(fields["order"]),
                                                               np.arange(n)):
             raise ResultFileError("field 'order' is not an order of the rows.")
         index = data.get("index")
-        if index is not None and (not isinstance(index, list) or len(index) != n):
+        if index is not None and (not isinstance(index, list) or len(index) != n or any(
+                isinstance(x, list | dict) for x in index)):
             raise ResultFileError(f"field 'index' is not a list of {n} row labels.")
         threshold = data.get("threshold")
         if threshold is not None and (isinstance(threshold, bool)
@@ -341,6 +347,10 @@ class ValuationResult:
             if path.suffix == ".json":
                 data = json.loads(path.read_text(encoding="utf-8"))
             else:
+                with open(path, "rb") as fh:
+                    problem = unpacked_size_problem(fh)
+                if problem:
+                    raise ResultFileError(problem + ".")
                 with np.load(path, allow_pickle=False) as z:
                     data = json.loads(str(z["meta"]))
                     if not isinstance(data, dict):
@@ -353,6 +363,9 @@ class ValuationResult:
             raise ResultFileError(f"{path} is not a readable tdshap result: {err}") from None
         except FileNotFoundError:
             raise ResultFileError(f"{path} does not exist.") from None
+        except RecursionError:
+            raise ResultFileError(f"{path} is not a readable tdshap result (nested too deep "
+                                  "to parse).") from None
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
             raise ResultFileError(
                 f"{path} is not a readable tdshap result ({type(err).__name__}: {err})."

@@ -35,7 +35,7 @@ from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_par
 from tdshap.app.outdir import OutputFolder
 from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, execute, plan
 from tdshap.app.report import markdown_report, plot_values, text_report
-from tdshap.app.tabular import is_parquet, read_table, write_rows_like
+from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import read_checkpoint
@@ -78,7 +78,9 @@ class AutoOr(click.ParamType):
         except ValueError:
             self.fail(f"{value!r} is not 'auto' or a {'whole ' if self.integer else ''}number",
                       param, ctx)
-        if not np.isfinite(number) or (self.low is not None and number < self.low):
+        # a whole number has no inf/nan (and one beyond float range breaks np.isfinite)
+        finite = isinstance(number, int) or bool(np.isfinite(number))
+        if not finite or (self.low is not None and number < self.low):
             self.fail(f"{value!r} must be 'auto' or a number >= {self.low:g}"
                       if self.low is not None else f"{value!r} is not a finite number",
                       param, ctx)
@@ -219,7 +221,7 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             raise ValueError(f"id column {id_column!r} of {what} {path} has {int(ids.isna().sum())}"
                              f" missing ids (first at data row {row}): give every row an id.")
         if ids.duplicated().any():
-            dup = ids[ids.duplicated()].iloc[0]
+            dup = plain_value(ids[ids.duplicated()].iloc[0])
             raise ValueError(f"id column {id_column!r} of {what} {path} repeats ids (e.g. "
                              f"{dup!r}, {int(ids.duplicated().sum())} repeats): ids must be "
                              "unique.")
@@ -244,11 +246,25 @@ def _read(path: Path, target: str, id_column: str | None, what: str,
     return frame, X, y
 
 
+#: First characters that make a spreadsheet read a cell as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, prefixed with ``'`` (as
+    OWASP advises); anything else as it is."""
+    return "'" + cell if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
+
+
 def _write_outputs(run_: HarmfulRun, tmp: Path, train_path: Path, frame: pd.DataFrame,
                    inputs: dict[str, str]) -> list[str]:
     table = run_.frame()
     cols = [c for c in VALUES_COLUMNS if c in table]
-    table[cols].to_csv(tmp / "values.csv", index_label=str(table.index.name or "row"))
+    values = table[cols]
+    if not pd.api.types.is_numeric_dtype(values.index):  # --id-column's ids: the user's text
+        values = values.set_axis(values.index.map(spreadsheet_safe))
+    values.to_csv(tmp / "values.csv",
+                  index_label=spreadsheet_safe(str(table.index.name or "row")))
     run_.result.save(tmp / "result.json")
     plot_values(run_, tmp / "values.png")
     written = ["values.csv", "result.json", "values.png"]

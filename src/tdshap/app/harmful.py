@@ -88,7 +88,9 @@ def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
         raise ValueError(f"{name} must be 1-D with one target per row of X "
                          f"({len(index)}), got shape {arr.shape}.")
     label = (y.name or name) if isinstance(y, pd.Series) else name
-    return pd.Series(arr, index=index, name=label)
+    series = pd.Series(arr, index=index, name=label)
+    # numbers in an object array (e.g. [1, 2.0]) are numbers: the task is inferred from them
+    return series.infer_objects() if series.dtype == object else series
 
 
 def _check_pairs(X_val: Any, y_val: Any, X_test: Any, y_test: Any) -> None:
@@ -197,13 +199,13 @@ def prepare(
                 "to hold some out. If the target is a number or an identifier, use task "
                 "regression or another target column; else give more rows per class.")
     else:
-        Xv, yv = encoder.transform(X_val, "validation data"), check_target(y_val, task)
+        Xv, yv = encoder.transform(X_val, "validation data"), check_target(y_val, task, 1)
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:
-        Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task)
+        Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1)
         if task == "classification":
             _check_labels(y_all[train], yt, "test")
     elif test_rows is not None and len(test_rows):

@@ -145,6 +145,9 @@ class OutputFolder:
                               "does not exist: choose another --out.")
         self.real = Path(os.path.realpath(out))
         real = str(self.real)
+        if self.real == self.real.parent:  # "/": even --force must not scatter files there
+            raise OutputError(f"output folder {out} is the root of the file system: choose a "
+                              "folder of your own for --out.")
         if any(_inside(real, root) for root in SPECIAL_ROOTS):
             raise OutputError(f"output folder {out} is under a system folder ({real}): choose "
                               "a folder of your own for --out.")

@@ -218,8 +218,12 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
     return "regression", "the target has fractional values"
 
 
-def check_target(y: pd.Series, task: str) -> np.ndarray:
-    """The target as an array, or a ``ValueError`` for the cases that cannot work."""
+def check_target(y: pd.Series, task: str, min_classes: int = 2) -> np.ndarray:
+    """The target as an array, or a ``ValueError`` for the cases that cannot work.
+
+    ``min_classes``: the classes a classification target needs (held-out rows may
+    all be of one class; the training rows need two).
+    """
     name = y.name
     if y.isna().any():
         first = int(np.flatnonzero(y.isna().to_numpy())[0])
@@ -245,9 +249,17 @@ def check_target(y: pd.Series, task: str) -> np.ndarray:
     if len(kinds) > 1:
         raise ValueError(f"target column {name!r} mixes text and numbers as labels: give every "
                          "label the same type (e.g. all text).")
+    if kinds == {False}:  # objects that are not text: numbers are labels, anything else not
+        numbers = pd.to_numeric(y, errors="coerce")
+        if numbers.isna().any():
+            odd = y.iloc[int(np.flatnonzero(numbers.isna().to_numpy())[0])]
+            raise ValueError(f"target column {name!r} holds a label of type "
+                             f"{type(odd).__name__} ({odd!r:.60}): give labels as text or "
+                             "numbers.")
+        y = pd.Series(numbers, index=y.index, name=name)
     if pd.api.types.is_complex_dtype(y):
         raise ValueError(f"target column {name!r} holds complex numbers: it cannot be a label.")
-    if y.nunique() < 2:
+    if y.nunique() < min_classes:
         raise ValueError(
             f"target column {name!r} has a single class ({plain_value(y.iloc[0])!r}): "
             "classification needs at least two."
@@ -294,6 +306,7 @@ class TableEncoder:
                     "convert it to numbers or text, or drop it."
                 )
         self._check_missing(X)
+        _check_cells(X, self.categorical_, "training data")
         self.imputed_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
@@ -381,6 +394,7 @@ class TableEncoder:
                     f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
             parts.append(scaled)
         if self.categorical_:
+            _check_cells(X, self.categorical_, what)
             text = self._filled_text(X[self.categorical_].astype(object))
             self._warn_unseen(text, what)
             parts.append(self._onehot.transform(text))
@@ -428,6 +442,22 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
                     f"{X.index[pos]}, but it is numeric in the training rows: give numbers "
                     "there too (or text in both).") from None
         raise
+
+
+def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
+    """Refuse a text column with a cell that is not one value (a list, a dict, an array)."""
+    for c in columns:
+        col = X[c]
+        if col.dtype != object:
+            continue
+        bad = ~col.map(pd.api.types.is_scalar).to_numpy(dtype=bool)
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            cell = col.iloc[pos]
+            raise ValueError(
+                f"column {c!r} of the {what} holds a {type(cell).__name__} in row "
+                f"{X.index[pos]} ({cell!r:.60}): a feature cell must be one number or text; "
+                "split it into columns or join it into text.")
 
 
 def _check_finite(num: pd.DataFrame) -> None:

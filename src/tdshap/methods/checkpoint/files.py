@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tdshap._io import atomic_write_bytes, jsonable
+from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
 from tdshap.utility.base import Utility
 
 FORMAT = "tdshap.Checkpoint"
@@ -79,6 +79,9 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
                 raise CheckpointError(f"{path} is not a tdshap checkpoint (not an .npz "
                                       "archive).")
             fh.seek(0)
+            problem = unpacked_size_problem(fh)
+            if problem:
+                raise CheckpointError(f"{path} is not a tdshap checkpoint ({problem}).")
             with np.load(fh, allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
         meta = json.loads(arrays.pop(_META).tobytes().decode())

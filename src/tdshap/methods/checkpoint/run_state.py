@@ -165,6 +165,16 @@ class ResumableRun:
         if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
             raise CheckpointError("field 'rng' does not name a numpy bit generator of "
                                   f"{', '.join(BIT_GENERATORS)}")
+        try:  # a state that repeats one number forever hangs numpy's bounded draws
+            probe = BIT_GENERATORS[rng["bit_generator"]]()
+            probe.state = rng
+            degenerate = len(np.unique(probe.random_raw(16))) == 1
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
+            raise CheckpointError(f"field 'rng' is not a state of {rng['bit_generator']} "
+                                  f"({err})") from None
+        if degenerate:
+            raise CheckpointError("field 'rng' is a degenerate generator state (it draws one "
+                                  "number over and over)")
         counters = meta.get("counters")
         if not isinstance(counters, dict):
             raise CheckpointError("field 'counters' is missing")
@@ -179,6 +189,8 @@ class ResumableRun:
         for name in ("mu", "m2"):
             if not np.isfinite(vector(arrays, name, n, "f")).all():
                 raise CheckpointError(f"array {name!r} holds NaN or infinite values")
+        if (arrays["m2"] < 0).any():  # sums of squares: a negative one has no variance
+            raise CheckpointError("array 'm2' holds negative sums of squares")
         for name in ("low", "high"):
             vector(arrays, name, n, "f")
         keys, values = arrays.get("cache_keys"), arrays.get("cache_values")
