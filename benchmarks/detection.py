@@ -117,6 +117,22 @@ def _linear() -> tuple[np.ndarray, np.ndarray]:
     return make_regression(600, n_features=8, noise=10.0, random_state=0)
 
 
+def _wide60() -> tuple[np.ndarray, np.ndarray]:
+    # 5 of 60 features decide the class: distances are mostly the other 55
+    return make_classification(1200, n_features=60, n_informative=5, n_redundant=0,
+                               random_state=5)
+
+
+def _wide200() -> tuple[np.ndarray, np.ndarray]:
+    return make_classification(800, n_features=200, n_informative=8, n_redundant=2,
+                               n_classes=3, random_state=6)
+
+
+def _imbalanced() -> tuple[np.ndarray, np.ndarray]:
+    return make_classification(1500, n_features=12, n_informative=6, weights=[0.9, 0.1],
+                               random_state=7)
+
+
 #: name -> (loader returning (X, y), task). The loaders use no network.
 DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "digits": (lambda: load_digits(return_X_y=True), "classification"),
@@ -132,9 +148,14 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "blobs8": (_blobs, "classification"),
     "hard_binary": (_hard_binary, "classification"),
     "linear": (_linear, "regression"),
+    # added in session 11, where the k-NN proxy's distances mislead (many features that
+    # do not decide the class) and with a rare class; not in 'extra'
+    "wide60": (_wide60, "classification"),
+    "wide200": (_wide200, "classification"),
+    "imbalanced": (_imbalanced, "classification"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
-EXTRA_DATASETS = tuple(d for d in DATASETS if d not in DEFAULT_DATASETS)
+EXTRA_DATASETS = ("breast_cancer", "moons", "blobs8", "hard_binary", "linear")
 
 
 def plant_labels(y: np.ndarray, fraction: float, rng: np.random.Generator

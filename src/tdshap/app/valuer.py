@@ -141,7 +141,10 @@ def proxy_measured(estimator: Any) -> bool:
 
 #: the proxy stands in for a model only where it predicts the validation rows about as well:
 #: "auto" leaves it when the model's validation accuracy is higher by more than this ...
-PROXY_MAX_SHORTFALL = 0.05
+#: (a forest on hard_binary: 0.03-0.07 higher, the proxy ranked within 0.02 of the bandit
+#: and cut better, so it stays; 0.10-0.28 higher on the wide sets, where it ranked far
+#: worse; benchmarks/detection.py, docs/benchmarks.md)
+PROXY_MAX_SHORTFALL = 0.08
 #: ... and by more than this many standard errors of the paired difference (not by chance)
 PROXY_SHORTFALL_N_SE = 2.0
 
