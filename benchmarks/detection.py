@@ -128,6 +128,12 @@ def _wide200() -> tuple[np.ndarray, np.ndarray]:
                                n_classes=3, random_state=6)
 
 
+def _large() -> tuple[np.ndarray, np.ndarray]:
+    # 20,000 training rows: beyond the closed forms' 5,000, auto takes the bandit
+    return make_classification(40000, n_features=20, n_informative=8, n_classes=3,
+                               n_clusters_per_class=1, random_state=0)
+
+
 def _imbalanced() -> tuple[np.ndarray, np.ndarray]:
     return make_classification(1500, n_features=12, n_informative=6, weights=[0.9, 0.1],
                                random_state=7)
@@ -149,10 +155,11 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "hard_binary": (_hard_binary, "classification"),
     "linear": (_linear, "regression"),
     # added in session 11, where the k-NN proxy's distances mislead (many features that
-    # do not decide the class) and with a rare class; not in 'extra'
+    # do not decide the class), with a rare class, and 20,000 training rows; not in 'extra'
     "wide60": (_wide60, "classification"),
     "wide200": (_wide200, "classification"),
     "imbalanced": (_imbalanced, "classification"),
+    "large": (_large, "classification"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 EXTRA_DATASETS = ("breast_cancer", "moons", "blobs8", "hard_binary", "linear")
