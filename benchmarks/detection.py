@@ -134,6 +134,20 @@ def _large() -> tuple[np.ndarray, np.ndarray]:
                                n_clusters_per_class=1, random_state=0)
 
 
+def _categorical() -> tuple[np.ndarray, np.ndarray]:
+    # eight categorical columns one-hot encoded (as tdshap's table encoder does) and one
+    # number; the class is a parity of two of the columns and the number: a tree fitted on
+    # clean labels finds it, its neighbours in the 5-NN's distances do not
+    rng = np.random.default_rng(0)
+    levels = [3, 4, 5, 6, 8, 10, 12, 2]
+    codes = np.column_stack([rng.integers(0, k, 1600) for k in levels])
+    x = rng.normal(size=1600)
+    onehot = np.column_stack([codes[:, i] == j for i, k in enumerate(levels)
+                              for j in range(k)]).astype(float)
+    y = ((codes[:, 0] == 0) ^ np.isin(codes[:, 2], [1, 2]) ^ (x > 0.5)).astype(int)
+    return np.column_stack([onehot, x]), y
+
+
 def _imbalanced() -> tuple[np.ndarray, np.ndarray]:
     return make_classification(1500, n_features=12, n_informative=6, weights=[0.9, 0.1],
                                random_state=7)
@@ -155,10 +169,12 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "hard_binary": (_hard_binary, "classification"),
     "linear": (_linear, "regression"),
     # added in session 11, where the k-NN proxy's distances mislead (many features that
-    # do not decide the class), with a rare class, and 20,000 training rows; not in 'extra'
+    # do not decide the class, or no neighbour knows it), with a rare class, and 20,000
+    # training rows; not in 'extra'
     "wide60": (_wide60, "classification"),
     "wide200": (_wide200, "classification"),
     "imbalanced": (_imbalanced, "classification"),
+    "categorical": (_categorical, "classification"),
     "large": (_large, "classification"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")

@@ -186,7 +186,7 @@ def test_thresholding_oob_gets_the_users_k_and_max_iter() -> None:
 def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> None:
     from sklearn.datasets import make_blobs, make_classification
 
-    from tdshap.app.valuer import proxy_shortfall
+    from tdshap.app.valuer import check_proxy
 
     # two features decide the class, 80 do not: a tree finds them, the 5-NN's distances
     # are mostly the 80
@@ -194,8 +194,8 @@ def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> N
                                n_clusters_per_class=1, class_sep=2.0, random_state=0)
     wide = (X[:600], y[:600], X[600:], y[600:])
     tree = DecisionTreeClassifier(max_depth=5, random_state=0)
-    model_acc, proxy_acc, se = proxy_shortfall(tree, wide)
-    assert model_acc - proxy_acc > 0.1 and se > 0
+    check = check_proxy(tree, wide)
+    assert check.model_accuracy - check.proxy_accuracy > 0.1 and check.accuracy_se > 0
     chosen, why = choose_method(tree, "auto", 600, data=wide)
     assert chosen == "tdoob" and "proxy predicted the validation rows worse" in why
     assert choose_method(tree, "auto", 600)[0] == "knn_shapley_proxy"  # no rows: as before
@@ -205,7 +205,15 @@ def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> N
     local = (Xb[:400], yb[:400], Xb[400:], yb[400:])
     assert choose_method(tree, "auto", 400, data=local)[0] == "knn_shapley_proxy"
     # a model that cannot be fitted here: no verdict (the run says why it fails)
-    assert proxy_shortfall(LogisticRegression(C=-1.0), local) is None
+    assert check_proxy(LogisticRegression(C=-1.0), local) is None
+    # labels the features do not know: the proxy's values would be noise
+    rng = np.random.default_rng(0)
+    Xr, yr = rng.normal(size=(600, 5)), rng.integers(0, 2, 600)
+    noise = (Xr[:400], yr[:400], Xr[400:], yr[400:])
+    check = check_proxy(tree, noise)
+    assert check.chance == 0.5 and check.proxy_balanced - 0.5 < 0.05
+    chosen, why = choose_method(tree, "auto", 400, data=noise)
+    assert chosen == "tdoob" and "hardly better than chance" in why
     # find_harmful passes its rows: the run says what it took and why
     from tdshap import find_harmful
 

@@ -52,10 +52,12 @@ place); with an RBF support vector machine (3 seeds, eight sets) thresholding Da
 lowered no set and the proxy one. So other classifiers keep thresholding Data-OOB, and
 so do regressors (the proxy ranked and cut a tree's targets worse). The proxy stands in
 only where it predicts the validation rows about as well as the model
-(:func:`proxy_shortfall`): with many features that do not decide the class (a tree or a
+(:func:`check_proxy`): with many features that do not decide the class (a tree or a
 linear model ignores them, the 5-NN's distances do not) it predicted them 0.05-0.28
 worse and ranked a tree's planted rows at AUROC 0.86 and 0.79 where thresholding
-Data-OOB reached 0.92 and 0.88, so there ``"auto"`` keeps thresholding Data-OOB.
+Data-OOB reached 0.92 and 0.88, so there ``"auto"`` keeps thresholding Data-OOB; so too
+where the 5-NN predicts hardly better than chance (one-hot columns whose parity decides
+the class: proxy 0.59, thresholding Data-OOB 0.95).
 
 ``method="tdshap"`` is the paper's TDShap with the user's metric (pass
 ``metric="true_class_proba"`` for its smooth variant).
@@ -147,31 +149,68 @@ def proxy_measured(estimator: Any) -> bool:
 PROXY_MAX_SHORTFALL = 0.08
 #: ... and by more than this many standard errors of the paired difference (not by chance)
 PROXY_SHORTFALL_N_SE = 2.0
+#: and it leaves a proxy whose balanced accuracy is not above chance (1 / classes) by more
+#: than this and 2 standard errors: values from neighbours that do not know the labels
+PROXY_MIN_ABOVE_CHANCE = 0.05
 
 
-def proxy_shortfall(estimator: Any, data: tuple[Any, Any, Any, Any]
-                    ) -> tuple[float, float, float] | None:
-    """``(model accuracy, proxy accuracy, standard error of their difference)`` on the
-    validation rows, both fitted on the training rows ``data = (X, y, X_val, y_val)``;
-    None when the model cannot be fitted here (the run then says why).
+@dataclass
+class ProxyCheck:
+    """How well the 5-NN proxy and the model predict the validation rows, both fitted on
+    the training rows (:func:`check_proxy`)."""
+
+    model_accuracy: float
+    proxy_accuracy: float
+    #: standard error of the paired difference of the two accuracies
+    accuracy_se: float
+    proxy_balanced: float
+    #: 1 / the validation rows' classes: a balanced accuracy no better than guessing
+    chance: float
+    balanced_se: float
+
+    def problem(self) -> str | None:
+        """Why the proxy should not stand in for the model here, or None."""
+        gap = self.model_accuracy - self.proxy_accuracy
+        if gap > max(PROXY_MAX_SHORTFALL, PROXY_SHORTFALL_N_SE * self.accuracy_se):
+            return (f"the proxy predicted the validation rows worse than the model "
+                    f"({self.proxy_accuracy:.3f} against {self.model_accuracy:.3f} accuracy)")
+        above = self.proxy_balanced - self.chance
+        if self.chance < 1 and above <= max(PROXY_MIN_ABOVE_CHANCE,
+                                            PROXY_SHORTFALL_N_SE * self.balanced_se):
+            return (f"the proxy predicted the validation rows hardly better than chance "
+                    f"(balanced accuracy {self.proxy_balanced:.3f}, chance {self.chance:.3f})")
+        return None
+
+
+def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any]) -> ProxyCheck | None:
+    """The 5-NN proxy against the model and against chance on the validation rows of
+    ``data = (X, y, X_val, y_val)``; None when the model cannot be fitted here (the run
+    then says why) or there are too few validation rows.
 
     A 5-NN of the standardised rows is a fair stand-in where the classes are local in
     every feature; with many features that do not matter (a tree or a linear model
     ignores them, the distances do not) it predicts the labels far worse than the model
-    and its values rank the model's harmful rows worse (docs/benchmarks.md, "wide" data).
+    and its values rank the model's harmful rows worse (docs/benchmarks.md, "wide" data);
+    where its neighbours do not know the labels at all, its values are noise.
     """
     X, y, X_val, y_val = data
     if X_val is None or len(y_val) < 2:
         return None
     proxy = make_pipeline(StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS))
     try:
-        right_model = clone(estimator).fit(X, y).predict(X_val) == y_val
-        right_proxy = proxy.fit(X, y).predict(X_val) == y_val
+        right_model = np.asarray(clone(estimator).fit(X, y).predict(X_val) == y_val, float)
+        right_proxy = np.asarray(proxy.fit(X, y).predict(X_val) == y_val, float)
     except Exception:  # a model that fails here fails in the run, which says why
         return None
-    diff = np.asarray(right_model, dtype=float) - np.asarray(right_proxy, dtype=float)
-    return (float(np.mean(right_model)), float(np.mean(right_proxy)),
-            float(np.std(diff, ddof=1) / np.sqrt(len(diff))))
+    diff = right_model - right_proxy
+    classes = np.unique(y_val)
+    recalls = np.array([right_proxy[y_val == c].mean() for c in classes])
+    counts = np.array([np.sum(y_val == c) for c in classes])
+    return ProxyCheck(
+        float(right_model.mean()), float(right_proxy.mean()),
+        float(np.std(diff, ddof=1) / np.sqrt(len(diff))),
+        float(recalls.mean()), 1.0 / len(classes),
+        float(np.sqrt(np.sum(recalls * (1 - recalls) / counts)) / len(classes)))
 
 
 def choose_method(estimator: Any, method: str, n_rows: int | None = None,
@@ -179,7 +218,8 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
                   data: tuple[Any, Any, Any, Any] | None = None) -> tuple[str, str]:
     """``(method, why)`` for ``method`` in :data:`METHODS` (``n_rows``: the training rows;
     ``data``: ``(X, y, X_val, y_val)``, to check that the k-NN proxy predicts the
-    validation rows about as well as the model before ``"auto"`` takes it)."""
+    validation rows about as well as the model, and better than chance, before ``"auto"``
+    takes it: :func:`check_proxy`)."""
     if method not in METHODS:
         raise ValueError(f"method={method!r} must be one of {METHODS}.")
     if method == "knn_oob":
@@ -210,17 +250,13 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
             "auto: exact k-NN Shapley with the training and validation rows as queries, the "
             f"cut cross-fitted (a k-NN classifier on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; "
             "best cut on the detection benchmark, docs/benchmarks.md)")
-    shortfall = (proxy_shortfall(estimator, data) if small and proxy_measured(estimator)
-                 and data is not None else None)
-    if shortfall is not None:
-        model_acc, proxy_acc, se = shortfall
-        gap = model_acc - proxy_acc
-        if gap > max(PROXY_MAX_SHORTFALL, PROXY_SHORTFALL_N_SE * se):
-            return "tdoob", (
-                "auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards), not "
-                f"the {PROXY_NEIGHBORS}-NN proxy: the proxy predicted the validation rows "
-                f"worse than the model ({proxy_acc:.3f} against {model_acc:.3f} accuracy), "
-                "so its values would not be the model's")
+    check = (check_proxy(estimator, data) if small and proxy_measured(estimator)
+             and data is not None else None)
+    problem = None if check is None else check.problem()
+    if problem is not None:
+        return "tdoob", (
+            "auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards), not the "
+            f"{PROXY_NEIGHBORS}-NN proxy: {problem}, so its values would not be the model's")
     if small and proxy_measured(estimator):
         return "knn_shapley_proxy", (
             f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, training and "
