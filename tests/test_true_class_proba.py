@@ -206,6 +206,12 @@ def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> N
     assert choose_method(tree, "auto", 400, data=local)[0] == "knn_shapley_proxy"
     # a model that cannot be fitted here: no verdict (the run says why it fails)
     assert check_proxy(LogisticRegression(C=-1.0), local) is None
+    # a model without a seed of its own is seeded by the run: the same seed, the same choice
+    from sklearn.ensemble import RandomForestClassifier
+
+    forest = RandomForestClassifier(10)
+    runs = [check_proxy(forest, wide, seed=s) for s in (3, 3, 4)]
+    assert runs[0] == runs[1] and runs[0] != runs[2]
     # labels the features do not know: the proxy's values would be noise
     rng = np.random.default_rng(0)
     Xr, yr = rng.normal(size=(600, 5)), rng.integers(0, 2, 600)

@@ -92,6 +92,7 @@ from tdshap.methods import KNNOutOfBag, KNNShapley, TDShap
 from tdshap.methods.knn_oob import closed_form_problem
 from tdshap.methods.knn_shapley import knn_shapley_problem, knn_shapley_task
 from tdshap.methods.tdoob import ThresholdingOOB
+from tdshap.utility.base import random_state_params
 
 METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley", "knn_shapley_train",
            "knn_shapley_proxy")
@@ -182,10 +183,13 @@ class ProxyCheck:
         return None
 
 
-def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any]) -> ProxyCheck | None:
+def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
+                seed: int = 0) -> ProxyCheck | None:
     """The 5-NN proxy against the model and against chance on the validation rows of
     ``data = (X, y, X_val, y_val)``; None when the model cannot be fitted here (the run
-    then says why) or there are too few validation rows.
+    then says why) or there are too few validation rows. The model's ``random_state``
+    parameters are set to ``seed``, as for the cleansing fits: the same seed, the same
+    choice.
 
     A 5-NN of the standardised rows is a fair stand-in where the classes are local in
     every feature; with many features that do not matter (a tree or a linear model
@@ -198,7 +202,9 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any]) -> ProxyCheck |
         return None
     proxy = make_pipeline(StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS))
     try:
-        right_model = np.asarray(clone(estimator).fit(X, y).predict(X_val) == y_val, float)
+        model = clone(estimator).set_params(
+            **dict.fromkeys(random_state_params(estimator), int(seed)))
+        right_model = np.asarray(model.fit(X, y).predict(X_val) == y_val, float)
         right_proxy = np.asarray(proxy.fit(X, y).predict(X_val) == y_val, float)
     except Exception:  # a model that fails here fails in the run, which says why
         return None
@@ -215,11 +221,12 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any]) -> ProxyCheck |
 
 def choose_method(estimator: Any, method: str, n_rows: int | None = None,
                   neighbor_search: str = "exact",
-                  data: tuple[Any, Any, Any, Any] | None = None) -> tuple[str, str]:
+                  data: tuple[Any, Any, Any, Any] | None = None,
+                  seed: int = 0) -> tuple[str, str]:
     """``(method, why)`` for ``method`` in :data:`METHODS` (``n_rows``: the training rows;
     ``data``: ``(X, y, X_val, y_val)``, to check that the k-NN proxy predicts the
     validation rows about as well as the model, and better than chance, before ``"auto"``
-    takes it: :func:`check_proxy`)."""
+    takes it: :func:`check_proxy`, its model seeded by ``seed``)."""
     if method not in METHODS:
         raise ValueError(f"method={method!r} must be one of {METHODS}.")
     if method == "knn_oob":
@@ -250,7 +257,7 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
             "auto: exact k-NN Shapley with the training and validation rows as queries, the "
             f"cut cross-fitted (a k-NN classifier on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; "
             "best cut on the detection benchmark, docs/benchmarks.md)")
-    check = (check_proxy(estimator, data) if small and proxy_measured(estimator)
+    check = (check_proxy(estimator, data, seed) if small and proxy_measured(estimator)
              and data is not None else None)
     problem = None if check is None else check.problem()
     if problem is not None:
@@ -283,7 +290,7 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
     y_val)`` (:func:`choose_method`).
     """
     metric_given = "metric" in given
-    chosen, why = choose_method(estimator, method, n_rows, neighbor_search, data)
+    chosen, why = choose_method(estimator, method, n_rows, neighbor_search, data, seed)
     if chosen in KNN_SHAPLEY_QUERIES:
         if neighbor_search != "exact":
             raise ParameterError("`neighbor_search` 'approximate' serves the bagging methods "
