@@ -217,9 +217,15 @@ def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> N
     Xr, yr = rng.normal(size=(600, 5)), rng.integers(0, 2, 600)
     noise = (Xr[:400], yr[:400], Xr[400:], yr[400:])
     check = check_proxy(tree, noise)
-    assert check.chance == 0.5 and check.proxy_balanced - 0.5 < 0.05
+    assert abs(check.proxy_skill) < 0.05 and check.skill_se > 0
     chosen, why = choose_method(tree, "auto", 400, data=noise)
-    assert chosen == "tdoob" and "hardly better than chance" in why
+    assert chosen == "tdoob" and "neighbours hardly know the labels" in why
+    # a rare class the 5-NN never predicts: its probabilities still know the labels
+    Xi, yi = make_classification(1500, n_features=12, n_informative=6, weights=[0.9, 0.1],
+                                 random_state=7)
+    rare = (Xi[:750], yi[:750], Xi[750:1125], yi[750:1125])
+    check = check_proxy(tree, rare, seed=0)
+    assert check.problem() is None and check.proxy_skill > 0.05
     # find_harmful passes its rows: the run says what it took and why
     from tdshap import find_harmful
 

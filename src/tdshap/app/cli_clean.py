@@ -140,7 +140,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      "same for a 5-NN "
                      "of the standardised rows standing in for it (knn_shapley_proxy; the "
                      "cut refits your model) when that 5-NN predicts the validation rows about "
-                     "as well as your model and better than chance; else thresholding "
+                     "as well as your model and its neighbours know the labels; else thresholding "
                      "Data-OOB (tdoob: the APT bandit "
                      "with out-of-bag rewards); knn_oob: a k-NN classifier's "
                      "out-of-bag values in closed form; tdshap: the paper's TDShap with "

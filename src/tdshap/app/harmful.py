@@ -341,7 +341,7 @@ def find_harmful(
         tree, random forest, MLP or linear classifier on at most 5,000 rows, the same values of a
         5-NN of the standardised rows standing in for it (``"knn_shapley_proxy"``;
         the cut refits the model itself) when that 5-NN predicts the validation rows
-        about as well as the model and better than chance
+        about as well as the model and its neighbours know the labels
         (:func:`tdshap.app.valuer.check_proxy`); otherwise thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
         out-of-bag rewards, ``"tdoob"``), k-NN through its neighbour lists;

@@ -29,6 +29,7 @@ from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
 from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
+from tdshap.utility.base import nested_params
 from tdshap.utility.fast.approximate_search import check_search
 
 
@@ -71,12 +72,7 @@ CLEANSE_MAX_FRACTION = 0.5
 
 def _neighbours(estimator: Any) -> list[int]:
     """Every ``n_neighbors`` among the estimator's (nested) parameters."""
-    try:
-        params = estimator.get_params(deep=True)
-    except AttributeError:
-        return []
-    return [value for name, value in params.items()
-            if name.rsplit("__", 1)[-1] == "n_neighbors" and isinstance(value, int)]
+    return [v for v in nested_params(estimator, "n_neighbors").values() if isinstance(v, int)]
 
 
 def cleanse_fraction(estimator: Any, n: int) -> float:

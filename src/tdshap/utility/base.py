@@ -146,13 +146,19 @@ class ChainExecutor(Protocol):
     def evaluate(self, utility: Utility, chains: Sequence[Chain]) -> list[np.ndarray]: ...
 
 
-def random_state_params(estimator: Any) -> list[str]:
-    """Names of every ``random_state`` parameter of ``estimator`` (nested too)."""
+def nested_params(estimator: Any, name: str) -> dict[str, Any]:
+    """Every parameter of ``estimator`` called ``name``, nested ones too (``step__name``);
+    none for an object without ``get_params``."""
     try:
         params = estimator.get_params(deep=True)
     except AttributeError:
-        return []
-    return sorted(k for k in params if k == "random_state" or k.endswith("__random_state"))
+        return {}
+    return {k: v for k, v in params.items() if k.rsplit("__", 1)[-1] == name}
+
+
+def random_state_params(estimator: Any) -> list[str]:
+    """Names of every ``random_state`` parameter of ``estimator`` (nested too)."""
+    return sorted(nested_params(estimator, "random_state"))
 
 
 def _constant_prediction(y: np.ndarray, classifier: bool) -> Any:
