@@ -39,6 +39,24 @@ each validation row scores the model without the rows flagged when its fold's
 queries were left out, so the gain is not inflated; it must beat
 :data:`CROSS_FIT_N_SE`.
 
+Some models gain from larger cuts than the one-SE rule takes: a depth-5 tree
+refitted without a few rows changes for reasons of its own, so the smallest
+credible cut is often a lucky refit, while the rows that really hurt it are many.
+Which rule suits the model is asked of the validation rows by cross-validation
+(:func:`cross_validated_rules`): the rows are split into folds; for each fold
+both rules choose a cut from the other folds' rows only, and the fold's rows
+score the model of each rule's cut. Rows that had no part in choosing a cut
+do not share its luck, so each rule's cross-validated gain estimates what the
+rule gains. The paper's cut (the best validation score) is taken when its
+cross-validated gain beats :data:`CV_N_SE` standard errors and beats the
+one-SE rule's by as many standard errors of their difference.
+:func:`tdshap.cleansing.cleanse` asks this only of a classifier's values that
+never saw the validation rows (out-of-bag values: ``extra["validation_free"]``):
+where the validation rows made the values, the held-out fold's rows helped rank
+the rows its cuts remove, and its gain is optimistic (at 2.326 SE such runs
+still lowered clean data); a regressor's MAE rewards removing true but extreme
+targets on clean data too (docs/benchmarks.md, "The cut that suits the model").
+
 Otherwise the validation rows that judge the cut also valued the rows, so a cut's
 validation gain is optimistic (the rows were chosen for hurting these very
 validation rows); the bootstrap measures the noise, not that bias. The
@@ -56,6 +74,7 @@ from typing import Any
 
 import numpy as np
 
+from tdshap.cross_fit import make_folds
 from tdshap.intervals import upper_p_values
 from tdshap.result import ValuationResult
 from tdshap.utility.fast.scoring import row_scorer
@@ -79,6 +98,14 @@ ELIGIBLE_N_SE = 1.645
 #: On the detection benchmark (k-NN, 20 seeds) 1.645, 2 and 2.326 SE gained the same on
 #: planted noise; on clean data 2.326 lowered the fewest runs (docs/benchmarks.md)
 CROSS_FIT_N_SE = 2.326
+#: folds of the validation rows when the two rules are compared by cross-validation
+CV_FOLDS = 5
+#: the paper's rule is taken when its cross-validated gain, and its lead over the one-SE
+#: rule's, each beat this many SEs: one comparison each, one-sided 5% (the levels tried:
+#: docs/benchmarks.md, "The cut that suits the model")
+CV_N_SE = 1.645
+#: bootstrap resamples of each fold's other rows when the one-SE rule chooses its cut there
+CV_N_BOOTSTRAP = 200
 
 
 def check_rule(rule: str) -> str:
@@ -165,6 +192,45 @@ def eligible_test(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | N
 
 
 @dataclass(frozen=True)
+class CrossValidatedRules:
+    """Both rules' cuts judged by validation rows that had no part in choosing them.
+
+    ``cuts_*``: each fold's cut, chosen by the rule on the other folds' rows;
+    ``gain_*``: the validation gain, in the user's metric, of scoring every row
+    under the model of its fold's cut; ``se_paper``: the paired-bootstrap
+    standard error of the paper's rule's gain, ``se_lead`` of its lead over the
+    one-SE rule's; ``n_se``: the standard errors each must beat.
+    """
+
+    cuts_one_se: tuple[int, ...]
+    cuts_paper: tuple[int, ...]
+    gain_one_se: float
+    gain_paper: float
+    se_paper: float
+    se_lead: float
+    n_se: float
+
+    @property
+    def lead(self) -> float:
+        return self.gain_paper - self.gain_one_se
+
+    @property
+    def prefers_paper(self) -> bool:
+        return bool(self.gain_paper > 0 and self.gain_paper > self.n_se * self.se_paper
+                    and self.lead > 0 and self.lead > self.n_se * self.se_lead)
+
+    def describe(self) -> str:
+        def k(x: float, se: float) -> str:
+            return f"{x / se:.1f}" if se > 0 else "inf"
+        return (f"cross-validated over {len(self.cuts_paper)} folds of the validation rows "
+                f"(each fold's cuts chosen without it), the paper's rule gains "
+                f"{_signed(self.gain_paper)} ({k(self.gain_paper, self.se_paper)} SE; cuts "
+                f"{', '.join(map(str, self.cuts_paper))}), the one-SE rule "
+                f"{_signed(self.gain_one_se)} (cuts {', '.join(map(str, self.cuts_one_se))}): "
+                f"a lead of {k(self.lead, self.se_lead)} SE (needed {self.n_se:g} for both)")
+
+
+@dataclass(frozen=True)
 class CutEvidence:
     """Both cuts of one removal curve and the validation evidence behind them.
 
@@ -185,6 +251,7 @@ class CutEvidence:
     n_eligible: int | None
     reason: str
     eligible: EligibleTest | None = None
+    cross_validated: CrossValidatedRules | None = None
 
     @property
     def removed_nothing(self) -> bool:
@@ -251,6 +318,68 @@ def choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None
         return dataclasses.replace(chosen, n_chosen=eligible.n, gain_chosen=float(gains[i]),
                                    se_chosen=se, reason=eligible.describe(), eligible=eligible)
     return dataclasses.replace(chosen, eligible=eligible)
+
+
+def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.ndarray,
+                          spec: MetricSpec, idx: np.ndarray, rng: np.random.Generator, *,
+                          stratify: bool, n_se: float = DEFAULT_N_SE,
+                          n_eligible: int | None = None, n_folds: int = CV_FOLDS,
+                          n_bootstrap: int = CV_N_BOOTSTRAP,
+                          needed: float | None = None) -> CrossValidatedRules | None:
+    """The paper's rule and steps 1-4 of the one-SE rule, cross-validated over the
+    validation rows.
+
+    ``predictions``: ``(len(grid), n_val)`` validation predictions of the grid
+    models; ``idx``: the bootstrap resamples of all validation rows (for the
+    SEs). Each fold's one-SE cut is chosen as :func:`choose_cut`'s steps 1-4
+    (``n_se``, capped at ``n_eligible``) from ``n_bootstrap`` resamples of the
+    other folds' rows (within classes when ``stratify``), its paper's cut as
+    their best score. ``needed``: the standard errors to beat (None:
+    :data:`CV_N_SE`). None when there are too few rows for the folds.
+    """
+    y_val = np.asarray(y_val)
+    grid = np.asarray(grid)
+    n_folds = min(n_folds, len(y_val) // 2)
+    if n_folds < 2 or len(grid) < 2:
+        return None
+    folds = make_folds(y_val, n_folds, rng, stratify)
+    score = row_scorer(spec)
+    picked = {rule: np.array(predictions[0], copy=True) for rule in RULES}
+    cuts: dict[str, list[int]] = {rule: [] for rule in RULES}
+    for f in range(n_folds):
+        held = folds == f
+        rows = np.flatnonzero(~held)
+        inner = rows[bootstrap_indices(y_val[rows], n_bootstrap, rng, stratify)]
+        boot = bootstrap_curves(spec, y_val, predictions, inner)
+        val = score(y_val[rows], predictions[:, rows])
+        for rule in RULES:
+            n = _choose_cut(grid, val, boot, rule, n_se,
+                            n_eligible if rule == "one_se" else None).n_chosen
+            picked[rule][held] = predictions[int(np.flatnonzero(grid == n)[0]), held]
+            cuts[rule].append(int(n))
+    trio = np.stack([predictions[0], picked["one_se"], picked["paper"]])
+    boot = bootstrap_curves(spec, y_val, trio, idx)
+    full, one_se, paper = score(y_val, np.array(trio, copy=True))
+    return CrossValidatedRules(
+        tuple(cuts["one_se"]), tuple(cuts["paper"]), float(one_se - full), float(paper - full),
+        float(np.std(boot[:, 2] - boot[:, 0], ddof=1)),
+        float(np.std(boot[:, 2] - boot[:, 1], ddof=1)),
+        float(CV_N_SE if needed is None else needed))
+
+
+def suited(evidence: CutEvidence, check: CrossValidatedRules | None) -> CutEvidence:
+    """``evidence`` with the paper's cut taken when ``check`` prefers it, and the check
+    recorded either way; unchanged without a check or when the paper's cut is no larger."""
+    if check is None or evidence.rule == "paper" or evidence.n_best <= evidence.n_chosen:
+        return evidence
+    if not check.prefers_paper:
+        return dataclasses.replace(evidence, cross_validated=check)
+    return dataclasses.replace(
+        evidence, n_chosen=evidence.n_best, gain_chosen=evidence.gain_best,
+        se_chosen=evidence.se_best, cross_validated=check,
+        reason=(f"the best validation score (the paper's rule: {_signed(evidence.gain_best)} "
+                f"at n={evidence.n_best}), as this model gains more from it: "
+                f"{check.describe()}; the one-SE rule alone: {evidence.reason}"))
 
 
 def _choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None,

@@ -352,8 +352,11 @@ def find_harmful(
     cut:
         How many rows cleansing removes: ``"one_se"`` (default) only when the
         validation gain beats its bootstrap noise, and only rows whose value
-        is credibly below tau; ``"paper"`` the best validation score (the
-        paper's protocol, which on clean data removes many rows).
+        is credibly below tau, unless (for values that never saw the
+        validation rows) cross-validation over the validation rows says the
+        model gains more from the paper's larger cut;
+        ``"paper"`` the best validation score (the paper's protocol, which on
+        clean data removes many rows).
     neighbor_search:
         For a k-NN valued by ``"auto"``/``"tdoob"``/``"knn_oob"``: ``"exact"``
         (default: brute force, grows with N squared) or ``"approximate"`` (a

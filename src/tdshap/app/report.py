@@ -322,6 +322,11 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
                 " One cut was named before any score was seen, removing exactly those rows; "
                 f"it is taken when it beats its own noise: {e.eligible.describe()} "
                 f"({'passed' if e.eligible.passed else 'not passed'}).")
+            cv = e.cross_validated
+            suits = "" if cv is None else (
+                " Whether this model gains more from the paper's larger cut was asked of the "
+                f"validation rows by cross-validation: {cv.describe()} "
+                f"({'taken' if cv.prefers_paper else 'not taken'}).")
             crossed = e.eligible is not None and e.eligible.cross_fitted
             optimistic = (" The values did not use the validation rows (out of bag), so the "
                           "validation gains are not inflated by the valuation."
@@ -334,7 +339,7 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) 
             evidence = (f" Evidence: the gain of each cut over keeping all rows, with its "
                         f"standard error from {e.n_bootstrap} paired bootstrap resamples of the "
                         f"validation rows; a cut counts only when its gain exceeds "
-                        f"{e.n_se:g} SE.{credible}{named}{optimistic}")
+                        f"{e.n_se:g} SE.{credible}{named}{suits}{optimistic}")
         parts.append(
             "## Before and after cleansing\n"
             f"Training rows ranked by value, lowest first; the model was refitted without the "

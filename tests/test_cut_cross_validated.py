@@ -1,0 +1,203 @@
+"""Which cut suits the model: the two rules compared on rows that had no part in choosing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from sklearn.tree import DecisionTreeClassifier
+
+from tdshap import ValuationResult, cleanse
+from tdshap.cut import (
+    CV_N_SE,
+    CrossValidatedRules,
+    CutEvidence,
+    bootstrap_curves,
+    bootstrap_indices,
+    choose_cut,
+    cross_validated_rules,
+    suited,
+)
+from tdshap.utility.metrics import resolve_metric
+
+ACCURACY = resolve_metric("accuracy")
+GRID = np.arange(0, 150, 10)
+
+
+def _models(rng: np.random.Generator, n_val: int, gain: float, redraw: float = 0.2
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and ``(len(GRID), n_val)`` predictions: model 0 right on 70% of the rows;
+    every other model redraws ``redraw`` of its rows (right at the same 70%: refit noise,
+    no gain) and puts right a share of the rows model 0 got wrong that grows with the cut,
+    to ``gain`` at the last."""
+    y = rng.integers(0, 2, n_val)
+    right = rng.random(n_val) < 0.7
+    order = rng.random(n_val)  # the k-th model puts right the wrong rows below its share
+    preds = np.empty((len(GRID), n_val), dtype=np.int64)
+    for k in range(len(GRID)):
+        ok = right.copy()
+        if k:
+            moved = rng.random(n_val) < redraw
+            ok[moved] = rng.random(int(moved.sum())) < 0.7
+            ok |= (~right) & (order < gain / 0.3 * k / (len(GRID) - 1))
+        preds[k] = np.where(ok, y, 1 - y)
+    return y, preds
+
+
+def _check(y: np.ndarray, preds: np.ndarray, seed: int, n_eligible: int | None = None
+           ) -> tuple[CutEvidence, CrossValidatedRules | None]:
+    rng = np.random.default_rng(seed)
+    idx = bootstrap_indices(y, 200, rng, stratify=True)
+    boot = bootstrap_curves(ACCURACY, y, preds, idx)
+    val = np.array([ACCURACY.from_predictions(y, p) for p in preds])
+    evidence = choose_cut(GRID, val, boot, n_eligible=n_eligible)
+    return evidence, cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=True,
+                                           n_eligible=n_eligible, n_bootstrap=100)
+
+
+def test_models_that_gain_nothing_rarely_take_the_papers_cut():
+    preferred = chased = 0
+    for seed in range(100):
+        y, preds = _models(np.random.default_rng(seed), 200, gain=0.0)
+        evidence, check = _check(y, preds, seed)
+        assert check is not None and len(check.cuts_paper) == 5
+        chased += evidence.n_best > 0  # the paper's rule alone: nearly always
+        preferred += suited(evidence, check).n_chosen > evidence.n_chosen
+    assert chased >= 80
+    assert preferred <= 10
+
+
+def test_a_gain_beyond_the_eligible_rows_takes_the_papers_cut():
+    # the one-SE rule may only remove the 20 eligible rows; the gain grows to 0.15 at 140
+    y, preds = _models(np.random.default_rng(1), 300, gain=0.15, redraw=0.05)
+    evidence, check = _check(y, preds, 1, n_eligible=20)
+    assert evidence.n_chosen <= 20 and evidence.n_best >= 100
+    assert check is not None and check.prefers_paper
+    assert max(check.cuts_one_se) <= 20 and min(check.cuts_paper) >= 60
+    assert check.gain_paper == pytest.approx(0.15, abs=0.06) and check.lead > 0.05
+    taken = suited(evidence, check)
+    assert taken.n_chosen == evidence.n_best and taken.gain_chosen == evidence.gain_best
+    assert taken.cross_validated == check
+    assert "the paper's rule" in taken.reason and "cross-validated over 5 folds" in taken.reason
+
+
+def test_models_that_predict_alike_give_no_lead():
+    y, preds = _models(np.random.default_rng(2), 200, gain=0.0, redraw=0.0)
+    rng = np.random.default_rng(0)
+    idx = bootstrap_indices(y, 100, rng, stratify=False)
+    check = cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=False,
+                                  n_bootstrap=50)
+    assert check is not None and check.cuts_one_se == check.cuts_paper == (0,) * 5
+    assert check.gain_paper == check.gain_one_se == 0.0 and not check.prefers_paper
+
+
+def test_too_few_validation_rows_give_no_check():
+    y = np.array([0, 1, 1])
+    preds = np.tile(y, (len(GRID), 1))
+    idx = bootstrap_indices(y, 10, np.random.default_rng(0), stratify=False)
+    assert cross_validated_rules(GRID, preds, y, ACCURACY, idx, np.random.default_rng(0),
+                                 stratify=False) is None
+
+
+def _evidence(n_chosen: int, n_best: int) -> CutEvidence:
+    return CutEvidence("one_se", n_chosen, 0.02, 0.01, n_best, 0.06, 0.02, 2.0, 500, None,
+                       f"removing {n_chosen} rows gains +0.02")
+
+
+def test_suited_keeps_the_one_se_cut_unless_the_check_prefers_the_papers():
+    declined = CrossValidatedRules((10,) * 5, (30,) * 5, 0.02, 0.03, 0.01, 0.02, 1.645)
+    assert not declined.prefers_paper  # a lead of 0.5 SE
+    kept = suited(_evidence(10, 30), declined)
+    assert kept.n_chosen == 10 and kept.cross_validated == declined
+    assert kept.reason == "removing 10 rows gains +0.02"
+    preferred = CrossValidatedRules((10,) * 5, (30,) * 5, 0.02, 0.06, 0.01, 0.01, 1.645)
+    taken = suited(_evidence(10, 30), preferred)
+    assert taken.n_chosen == 30 and taken.gain_chosen == 0.06 and taken.se_chosen == 0.02
+    assert "removing 10 rows gains +0.02" in taken.reason  # what the one-SE rule said
+    assert suited(_evidence(10, 30), None) == _evidence(10, 30)
+    assert suited(_evidence(30, 30), preferred) == _evidence(30, 30)  # nothing larger
+    paper = dataclasses.replace(_evidence(10, 30), rule="paper")
+    assert suited(paper, preferred) == paper
+
+
+def _flipped(d, n_flipped: int, seed: int) -> tuple[np.ndarray, ValuationResult]:
+    """Training labels with ``n_flipped`` flipped, and out-of-bag style values (they never
+    saw the validation rows) that rank exactly them lowest."""
+    y = d.train[1].copy()
+    flipped = np.random.default_rng(seed).choice(len(y), n_flipped, replace=False)
+    y[flipped] = 1 - y[flipped]
+    values = np.zeros(len(y))
+    values[flipped] = -1.0
+    n = len(y)
+    return y, ValuationResult("out of bag", values, np.full(n, 10), np.ones(n),
+                              extra={"validation_free": True})
+
+
+def test_cleanse_records_the_check_and_takes_the_papers_cut_when_it_is_preferred(
+        breast_cancer_small):
+    d = breast_cancer_small
+    X = d.train[0]
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0)
+    y, values = _flipped(d, 12, seed=1)
+    declined = cleanse(values, tree, X, y, *d.val, *d.test, step=2, rule="one_se")
+    e = declined.evidence
+    assert e is not None and e.n_best > e.n_chosen == declined.n_remove
+    assert e.cross_validated is not None and not e.cross_validated.prefers_paper
+    assert e.cross_validated.n_se == CV_N_SE
+    again = cleanse(values, tree, X, y, *d.val, *d.test, step=2, rule="one_se")
+    assert again.evidence == e  # seeded: the same folds, the same check
+
+    y, values = _flipped(d, 8, seed=3)
+    taken = cleanse(values, tree, X, y, *d.val, *d.test, step=2, rule="one_se")
+    e = taken.evidence
+    assert e is not None and e.cross_validated is not None and e.cross_validated.prefers_paper
+    assert taken.n_remove == taken.n_best == e.n_chosen and taken.removed.size == e.n_chosen
+    assert taken.cleaned_test == taken.scores_at(e.n_chosen)[1]
+    assert "the paper's rule" in e.reason
+    paper = cleanse(values, tree, X, y, *d.val, *d.test, step=2)
+    assert paper.n_remove == paper.n_best and paper.evidence.cross_validated is None
+    # values that may have used the validation rows (plain numbers, the k-NN's exact
+    # values): their cross-validated gains would be optimistic, so no check and no switch
+    saw = cleanse(values.values, tree, X, y, *d.val, *d.test, step=2, rule="one_se")
+    assert saw.evidence.cross_validated is None and saw.n_remove < saw.n_best
+
+
+def test_the_report_says_which_rule_cross_validation_preferred():
+    from sklearn.datasets import make_classification
+
+    from tdshap import find_harmful
+    from tdshap.app.report import markdown_report
+
+    X, y = make_classification(n_samples=300, n_features=6, random_state=0)
+    rows = find_harmful(X, y, DecisionTreeClassifier(max_depth=3, random_state=0))
+    run = rows.run
+    assert run.cleansing is not None and run.cleansing.evidence is not None
+    for prefers in (True, False):
+        check = CrossValidatedRules((0,) * 5, (30,) * 5, 0.0, 0.1 if prefers else 0.0,
+                                    0.01, 0.01, 1.645)
+        run.cleansing.evidence = dataclasses.replace(run.cleansing.evidence,
+                                                     cross_validated=check)
+        text = markdown_report(run, {})
+        assert "by cross-validation: cross-validated over 5 folds" in text
+        assert ("(taken)" in text) == prefers and ("(not taken)" in text) != prefers
+
+
+def test_a_regressor_keeps_the_one_se_cut():
+    # the MAE rewards removing true but extreme targets on clean data too: no check
+    from sklearn.datasets import make_regression
+    from sklearn.neighbors import KNeighborsRegressor
+
+    X, y = make_regression(240, 4, noise=20, random_state=0)
+    y_train = y[:120].copy()
+    bad = np.random.default_rng(0).choice(120, 12, replace=False)
+    y_train[bad] += 300
+    values = np.zeros(120)
+    values[bad] = -1.0
+    values += np.random.default_rng(0).normal(0, 0.5, 120)
+    free = ValuationResult("out of bag", values, np.full(120, 10), np.ones(120),
+                           extra={"validation_free": True})
+    c = cleanse(free, KNeighborsRegressor(5), X[:120], y_train, X[120:180], y[120:180],
+                step=2, rule="one_se")
+    assert c.evidence is not None and c.evidence.cross_validated is None
+    assert 0 < c.n_remove < c.n_best  # the paper's rule would remove more
