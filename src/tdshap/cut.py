@@ -324,8 +324,7 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
                           spec: MetricSpec, idx: np.ndarray, rng: np.random.Generator, *,
                           stratify: bool, n_se: float = DEFAULT_N_SE,
                           n_eligible: int | None = None, n_folds: int = CV_FOLDS,
-                          n_bootstrap: int = CV_N_BOOTSTRAP,
-                          needed: float | None = None) -> CrossValidatedRules | None:
+                          n_bootstrap: int = CV_N_BOOTSTRAP) -> CrossValidatedRules | None:
     """The paper's rule and steps 1-4 of the one-SE rule, cross-validated over the
     validation rows.
 
@@ -334,8 +333,8 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
     SEs). Each fold's one-SE cut is chosen as :func:`choose_cut`'s steps 1-4
     (``n_se``, capped at ``n_eligible``) from ``n_bootstrap`` resamples of the
     other folds' rows (within classes when ``stratify``), its paper's cut as
-    their best score. ``needed``: the standard errors to beat (None:
-    :data:`CV_N_SE`). None when there are too few rows for the folds.
+    their best score; both must beat :data:`CV_N_SE` standard errors. None
+    when there are too few rows for the folds.
     """
     y_val = np.asarray(y_val)
     grid = np.asarray(grid)
@@ -364,7 +363,7 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
         tuple(cuts["one_se"]), tuple(cuts["paper"]), float(one_se - full), float(paper - full),
         float(np.std(boot[:, 2] - boot[:, 0], ddof=1)),
         float(np.std(boot[:, 2] - boot[:, 1], ddof=1)),
-        float(CV_N_SE if needed is None else needed))
+        CV_N_SE)
 
 
 def suited(evidence: CutEvidence, check: CrossValidatedRules | None) -> CutEvidence:
