@@ -358,7 +358,7 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
             cuts[rule].append(int(n))
     trio = np.stack([predictions[0], picked["one_se"], picked["paper"]])
     boot = bootstrap_curves(spec, y_val, trio, idx)
-    full, one_se, paper = score(y_val, np.array(trio, copy=True))
+    full, one_se, paper = score(y_val, trio)  # the scorer may overwrite trio: used last
     return CrossValidatedRules(
         tuple(cuts["one_se"]), tuple(cuts["paper"]), float(one_se - full), float(paper - full),
         float(np.std(boot[:, 2] - boot[:, 0], ddof=1)),

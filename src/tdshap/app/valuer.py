@@ -217,7 +217,8 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
     known = np.isin(y_val, labels)
     col = np.array([labels.index(v) if k else 0 for v, k in zip(y_val, known, strict=True)])
     own = np.where(known, proba[np.arange(len(y_val)), col], 0.0)
-    share = np.array([np.mean(y == v) for v in y_val])
+    counts = dict(zip(*np.unique(y, return_counts=True), strict=True))
+    share = np.array([counts.get(v, 0) for v in y_val]) / len(y)
     skill = own - share
     groups = [skill[y_val == c] for c in np.unique(y_val)]
     spread = sum(g.var(ddof=1) / len(g) for g in groups if len(g) > 1)
