@@ -86,6 +86,9 @@ def test_each_fold_flags_the_rows_below_tau_without_its_queries():
         rest = cross.folds != f
         val = KNNShapley().fit(X, y, Xv[rest], yv[rest]).values_
         np.testing.assert_array_equal(flagged, np.flatnonzero(0.5 * train + 0.5 * val < 0))
+        # and every row's value without the fold's queries: both modes on the other folds
+        assert cross.values is not None
+        np.testing.assert_allclose(cross.values[f], 0.5 * train + 0.5 * val, atol=1e-12)
     # folds: every class dealt evenly, the same seed the same folds
     for c in (0, 1):
         sizes = np.bincount(cross.folds[yv == c], minlength=4)
@@ -181,8 +184,16 @@ def test_a_result_file_keeps_its_cross_fit_and_refuses_a_damaged_one(tmp_path):
         {**good, "means": [[1.0]]},  # not one row per fold
         {**good, "means": [[float("nan")] * len(good["means"][0])] * len(good["means"])},
         {**good, "code": "import os"},
+        {**good, "values": good["values"][1:]},  # not one list per fold
+        {**good, "values": [v[1:] for v in good["values"]]},  # not one value per row
+        {**good, "values": [["0.5"] * len(y)] * len(good["flagged"])},
+        {**good, "values": [[float("inf")] * len(y)] * len(good["flagged"])},
         [1, 2, 3],
     ]
+    older = {key: v for key, v in good.items() if key != "values"}  # made before values
+    data["extra"]["cross_fit"] = older
+    path.write_text(json.dumps(data))
+    assert ValuationResult.load(path).extra["cross_fit"] == older
     for damaged in bad:
         data["extra"]["cross_fit"] = damaged
         path.write_text(json.dumps(data))

@@ -201,3 +201,118 @@ def test_a_regressor_keeps_the_one_se_cut():
                 step=2, rule="one_se")
     assert c.evidence is not None and c.evidence.cross_validated is None
     assert 0 < c.n_remove < c.n_best  # the paper's rule would remove more
+
+
+def test_fold_curves_of_the_same_curve_are_the_plain_check():
+    from tdshap.cross_fit import make_folds
+    from tdshap.cut import FoldCurve
+
+    y, preds = _models(np.random.default_rng(4), 200, gain=0.1, redraw=0.05)
+    idx = bootstrap_indices(y, 100, np.random.default_rng(9), stratify=True)
+    plain = cross_validated_rules(GRID, preds, y, ACCURACY, idx, np.random.default_rng(5),
+                                  stratify=True, n_eligible=40, n_bootstrap=50)
+    rng = np.random.default_rng(5)
+    folds = make_folds(y, 5, rng, stratify=True)  # the folds the plain check draws first
+    same = [FoldCurve(GRID, preds, 40)] * 5
+    given = cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=True,
+                                  n_eligible=40, n_bootstrap=50, folds=folds,
+                                  fold_curves=same)
+    assert given is not None and plain is not None and plain.gain_paper > 0
+    assert given.own_curves and not plain.own_curves
+    assert dataclasses.replace(given, own_curves=False) == plain
+    with pytest.raises(ValueError, match="fold_curves needs folds"):
+        cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=True,
+                              fold_curves=same)
+
+
+def test_a_fold_is_judged_by_the_curve_of_values_made_without_it():
+    # the full curve gains 0.15 on every row; each fold's own curve gains on the other
+    # folds' rows only (its values were made by them): cross-validated, nothing is gained
+    from tdshap.cross_fit import make_folds
+    from tdshap.cut import FoldCurve
+
+    y, preds = _models(np.random.default_rng(1), 300, gain=0.15, redraw=0.05)
+    rng = np.random.default_rng(0)
+    idx = bootstrap_indices(y, 200, rng, stratify=True)
+    folds = make_folds(y, 5, np.random.default_rng(7), stratify=True)
+    curves = []
+    for f in range(5):
+        own = preds.copy()
+        own[:, folds == f] = preds[0, folds == f]
+        curves.append(FoldCurve(GRID, own, 20))
+    check = cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=True,
+                                  n_eligible=20, folds=folds, fold_curves=curves)
+    assert check is not None and min(check.cuts_paper) >= 60  # each fold's rule chases
+    assert check.gain_paper == check.gain_one_se == 0.0 and not check.prefers_paper
+    plain = cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=True,
+                                  n_eligible=20)
+    assert plain is not None and plain.prefers_paper  # the same curve, judged by itself
+
+
+def test_each_fold_curve_ranks_its_own_values_flagged_rows_first():
+    from tdshap.cleansing import _fold_curves
+
+    values = (np.array([0.3, -0.2, 0.1, -0.5, 0.0, 0.2]), np.array([-1.0, 0.5, 0.4, 0.3,
+                                                                    0.2, -0.1]))
+    flagged = (np.array([1, 3]), np.array([0]))  # the second fold: row 5 not flagged
+    seen: list[tuple[int, ...]] = []
+
+    def predicted(removed: np.ndarray) -> np.ndarray:
+        seen.append(tuple(removed.tolist()))
+        return np.full(4, len(removed))
+
+    curves = _fold_curves(values, flagged, np.arange(0, 4, 3), 0, predicted)
+    assert [c.grid.tolist() for c in curves] == [[0, 2, 3], [0, 1, 3]]
+    assert [c.n_eligible for c in curves] == [2, 1]
+    assert seen == [(), (3, 1), (3, 1, 4), (), (0,), (0, 5, 4)]
+    assert curves[0].predictions.tolist() == [[0] * 4, [2] * 4, [3] * 4]
+
+
+
+def _planted_both(seed: int) -> tuple[tuple, ValuationResult]:
+    """Breast cancer with 20 of 150 training labels flipped, valued by exact k-NN
+    Shapley with training and validation queries (cross-fitted)."""
+    from tdshap.app.demo import breast_cancer
+    from tdshap.methods import KNNShapley
+
+    d = breast_cancer(seed=seed, sizes=(150, 100, 100))
+    X, y = d.train[0], d.train[1].copy()
+    flipped = np.random.default_rng(seed).choice(len(y), 20, replace=False)
+    y[flipped] = 1 - y[flipped]
+    values = KNNShapley(queries="both", random_state=0).fit(X, y, *d.val).result_
+    return (X, y, *d.val, *d.test), values
+
+
+def test_cleanse_checks_values_made_on_the_validation_rows_by_their_folds():
+    tree = DecisionTreeClassifier(max_depth=5, random_state=0)
+    data, values = _planted_both(5)
+    taken = cleanse(values, tree, *data, step=2, rule="one_se")
+    e = taken.evidence
+    assert e is not None and e.cross_validated is not None and e.cross_validated.prefers_paper
+    assert taken.n_remove == taken.n_best and "the paper's rule" in e.reason
+    assert e.cross_validated.own_curves and "ranked by values made without it" in e.reason
+    assert cleanse(values, tree, *data, step=2, rule="one_se").evidence == e  # seeded
+    # without each fold's values the folds cannot rank the rows: no check, a smaller cut
+    older = dataclasses.replace(values, extra={
+        **values.extra, "cross_fit": {k: v for k, v in values.extra["cross_fit"].items()
+                                      if k != "values"}})
+    plain = cleanse(older, tree, *data, step=2, rule="one_se")
+    assert plain.evidence.cross_validated is None and plain.n_remove < taken.n_remove
+    assert plain.extra["n_check_fits"] == 0
+    assert 0 < taken.extra["n_check_fits"] <= 5 * (len(taken.grid) + 1)  # fits counted
+    data, values = _planted_both(0)
+    declined = cleanse(values, tree, *data, step=2, rule="one_se")
+    e = declined.evidence
+    assert e.cross_validated is not None and not e.cross_validated.prefers_paper
+    assert declined.n_remove == e.n_chosen < e.n_best
+    # a k-NN's own exact values: it changes by the rows removed and nothing else, so its
+    # cut is not second-guessed (through the CLI the check's false alarms cost more)
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    data, values = _planted_both(4)
+    for knn in (KNeighborsClassifier(5), make_pipeline(StandardScaler(),
+                                                       KNeighborsClassifier(5))):
+        own = cleanse(values, knn, *data, step=2, rule="one_se")
+        assert own.evidence.cross_validated is None and own.n_remove < own.n_best

@@ -9,8 +9,9 @@ Every grid model is also scored on the test set, for the removal curves.
 ``rule="one_se"`` (the default of ``find_harmful`` and ``tdshap clean``)
 chooses the cut from the same curve but only on evidence that it beats the
 noise of the validation score, and, for a classifier's values that never saw
-the validation rows, takes the paper's larger cut where cross-validation over
-those rows says the model gains more from it (:mod:`tdshap.cut`); ``cleanse``
+the validation rows (or a cross-fit's values, each made without one fold of
+them), takes the paper's larger cut where cross-validation over those rows
+says the model gains more from it (:mod:`tdshap.cut`); ``cleanse``
 called directly, and so the paper's benchmarks, keep the paper's rule.
 """
 
@@ -24,6 +25,8 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import is_classifier
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import Pipeline
 
 from tdshap._io import jsonable
 from tdshap._validation import as_features, as_target, check_data, check_number
@@ -35,6 +38,7 @@ from tdshap.cut import (
     DEFAULT_N_SE,
     ELIGIBLE_N_SE,
     CutEvidence,
+    FoldCurve,
     bootstrap_curves,
     bootstrap_indices,
     bootstrap_scores,
@@ -167,7 +171,11 @@ def cleanse(
     SE of the best (:func:`tdshap.cut.choose_cut`), or, for a classifier's values
     that never saw the validation rows (``extra["validation_free"]``), the paper's
     cut where it removes more and both rules cross-validated over the validation
-    rows say it gains more (:func:`tdshap.cut.cross_validated_rules`). Metrics scored from
+    rows say it gains more (:func:`tdshap.cut.cross_validated_rules`); values that
+    saw them and carry each fold's values made without it (``extra["cross_fit"]``,
+    a model other than the k-NN they value) are checked so too, each fold ranking
+    the rows by its own values and refitting its own curve (up to 5 times the
+    grid's fits more). Metrics scored from
     predictions resample the grid models' predictions (cheap); scorers that
     need the model (``neg_log_loss``) score it on at most 100 resamples. For a result with a
     threshold and intervals (TDShap's), ``"one_se"`` ranks the rows whose
@@ -212,7 +220,7 @@ def cleanse(
             f"got {len(order)} values for {len(ya)} training rows: value the same training set."
         )
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
-    grid = removal_grid(len(ya), step, max_fraction)
+    grid = base_grid = removal_grid(len(ya), step, max_fraction)
     eligible = eligible_rows(values, alpha) if rule == "one_se" else None
     n_eligible = None
     if eligible is not None:
@@ -223,6 +231,10 @@ def cleanse(
             grid = np.union1d(grid, [n_eligible])
     seed_params = random_state_params(estimator)
     seed = 0 if random_state is None else int(random_state)
+    # values from out-of-bag rows never saw the validation rows: their gains are honest
+    free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
+    # values that did see them may carry a cross-fit: what each fold's rows had no part in
+    cross = None if rule != "one_se" or free else _cross_fit_of(values, Xv, yv, len(ya))
     # under the paper's rule the bootstrap only reports: never at the cost of rescoring
     idx = None
     if n_bootstrap >= 2 and (rule == "one_se" or spec.from_predictions is not None):
@@ -269,6 +281,9 @@ def cleanse(
     # models already fitted, by the rows they leave out: a fold of the cross-fit that
     # flags exactly the eligible rows needs no fit of its own
     fitted_without: dict[bytes, Any] = {}
+    # the grid's validation predictions, by the rows they leave out: the cross-fit's folds
+    # rank the rows their own way, and a fold's cut of the same rows needs no fit
+    predicted_without: dict[bytes, np.ndarray] = {}
     for i, n_remove in enumerate(grid):
         keep = np.sort(order[n_remove:])
         try:
@@ -295,6 +310,8 @@ def cleanse(
                 smooth[int(n_remove)] = scores
         if pred is not None:
             predictions.append(pred)
+            if cross is not None and cross.values is not None:
+                predicted_without[_rows_key(order[:n_remove])] = pred
         elif idx is not None and not boot_failed:
             fitted: Any = model
 
@@ -315,13 +332,11 @@ def cleanse(
         boot = np.stack(boot_columns, axis=1)
     test = None
     exact = isinstance(values, ValuationResult) and values.extra.get("eligible_by") == "value"
-    # values from out-of-bag rows never saw the validation rows: their gains are honest
-    free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
     if rule == "one_se" and n_eligible:
         pair = (smooth[0], smooth[n_eligible]) if len(smooth) == 2 else None
         crossed = None
-        if not free and pair is not None and isinstance(values, ValuationResult):
-            crossed = _cross_fitted(values.extra.get("cross_fit"), Xv, yv, len(ya),
+        if cross is not None and pair is not None:
+            crossed = _cross_fitted(cross, Xv, yv, len(ya),
                                     subset_fit, smooth_scores, spec, full_model,
                                     predictions[0] if predictions else None, fitted_without)
         needed = ELIGIBLE_N_SE if free else n_se
@@ -334,16 +349,43 @@ def cleanse(
                              None if crossed is None else crossed[1], exact)
     evidence = choose_cut(grid, val_scores, boot, rule=rule, n_se=n_se, n_eligible=n_eligible,
                           eligible=test, exact=exact)
-    if rule == "one_se" and free and classes is not None and \
-            evidence.n_best > evidence.n_chosen and idx is not None and stacked is not None:
+    check_fits = 0  # models the check of the paper's cut fitted beyond the grid's
+    if rule == "one_se" and classes is not None and evidence.n_best > evidence.n_chosen \
+            and idx is not None and stacked is not None:
         # does this classifier gain more from the paper's larger cut? asked of validation
         # rows that had no part in choosing it, nor in valuing the rows (a stream of its
         # own: the bootstrap's unchanged). Not for regressors: a cut of true but extreme
         # targets moves them towards the median, which the MAE rewards on clean data too
-        check = cross_validated_rules(grid, stacked, yv, spec, idx,
-                                      np.random.default_rng([seed, 2]),
-                                      stratify=is_classifier(estimator), n_se=n_se,
-                                      n_eligible=n_eligible)
+        cv_rng = np.random.default_rng([seed, 2])
+        check = None
+        if free:
+            check = cross_validated_rules(grid, stacked, yv, spec, idx, cv_rng,
+                                          stratify=True, n_se=n_se, n_eligible=n_eligible)
+        elif cross is not None and cross.values is not None and \
+                not _is_knn(estimator):
+            # values standing in for a model refitted per cut (a tree, a linear model):
+            # each fold's rows judge the curve of values made without them. Not for the
+            # k-NN they value exactly: it changes by the rows removed and nothing else,
+            # and through the CLI the check's false alarms cost more than it gained
+            def predicted(removed: np.ndarray) -> np.ndarray:
+                key = _rows_key(removed)
+                if key not in predicted_without:
+                    nonlocal check_fits
+                    check_fits += 1
+                    keep = np.setdiff1d(np.arange(len(ya)), removed)
+                    predicted_without[key] = np.asarray(subset_fit(keep)[0].predict(Xv))
+                return predicted_without[key]
+
+            try:
+                curves = _fold_curves(cross.values, cross.flagged, base_grid, random_state,
+                                      predicted)
+            except Exception:  # a fold's model that cannot be fitted: no check, as before
+                curves = None
+            if curves is not None:
+                check = cross_validated_rules(grid, stacked, yv, spec, idx, cv_rng,
+                                              stratify=True, n_se=n_se,
+                                              n_eligible=n_eligible, folds=cross.folds,
+                                              fold_curves=curves)
         evidence = suited(evidence, check)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     n_remove = evidence.n_chosen
@@ -361,10 +403,17 @@ def cleanse(
         cleaned_test=None if test_scores is None else float(test_scores[best]),
         rule=rule,
         evidence=evidence,
-        extra={"n_fits": len(grid), "n_failed_fits": failed, "first_error": first_error,
+        extra={"n_fits": len(grid), "n_check_fits": check_fits,
+               "n_failed_fits": failed, "first_error": first_error,
                "n_one_class_fits": one_class,
                "path_note": fits.note, "refit_rows": fits.refit_rows},
     )
+
+
+def _is_knn(estimator: Any) -> bool:
+    """Whether ``estimator`` is a k-NN classifier (or a pipeline ending in one)."""
+    model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+    return isinstance(model, KNeighborsClassifier)
 
 
 def _rows_key(rows: np.ndarray) -> bytes:
@@ -372,25 +421,51 @@ def _rows_key(rows: np.ndarray) -> bytes:
     return np.sort(np.asarray(rows, dtype=np.int64)).tobytes()
 
 
-def _cross_fitted(data: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
+def _cross_fit_of(values: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int
+                  ) -> CrossFit | None:
+    """The cross-fit ``values`` carry for these validation rows; None without one (or
+    one made for other rows); ``ValueError`` when it is malformed."""
+    if not isinstance(values, ValuationResult) or values.extra.get("cross_fit") is None:
+        return None
+    try:
+        cross = CrossFit.from_extra(values.extra["cross_fit"], n_rows)
+    except ValueError as err:
+        raise ValueError(f"values.extra['cross_fit'] {err}: value the rows again, or drop "
+                         "that entry to cut without the cross-fitted test.") from None
+    return cross if cross.matches(Xv, yv) else None
+
+
+def _fold_curves(fold_values: tuple[np.ndarray, ...], flagged: tuple[np.ndarray, ...],
+                 base_grid: np.ndarray, random_state: int | None,
+                 predicted: Any) -> list[FoldCurve]:
+    """Each fold's own removal curve: its values ranked as the cut ranks the result's
+    (ties by the same seeded shuffle, its flagged rows first), on the grid with its own
+    eligible cut; ``predicted(removed)``: the validation predictions without those rows."""
+    curves = []
+    for vals, rows in zip(fold_values, flagged, strict=True):
+        rng = np.random.default_rng(random_state)
+        order = np.lexsort((rng.random(len(vals)), vals))
+        first = np.zeros(len(vals), dtype=bool)
+        first[rows] = True
+        order = np.concatenate([order[first[order]], order[~first[order]]])
+        n_eligible = len(rows)
+        grid = base_grid if not 0 < n_eligible <= base_grid[-1] else \
+            np.union1d(base_grid, [n_eligible])
+        curves.append(FoldCurve(grid, np.stack([predicted(order[:n]) for n in grid]),
+                                n_eligible))
+    return curves
+
+
+def _cross_fitted(cross: CrossFit, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
                   subset_fit: Any, smooth_scores: Any, spec: Any, full_model: Any,
                   full_pred: np.ndarray | None, fitted_without: dict[bytes, Any]
                   ) -> tuple[np.ndarray, float] | None:
     """Each validation row's smooth score under the model without the rows flagged
-    without its fold, and the user's metric gain so cross-fitted; None when the result
-    holds no cross-fit for these validation rows or a fold's model cannot say.
+    without its fold, and the user's metric gain so cross-fitted; None when a fold's
+    model cannot say.
 
     ``fitted_without``: models already fitted, keyed by :func:`_rows_key` of the rows
     they leave out; folds that flag the same rows share one fit (added here)."""
-    if data is None:
-        return None
-    try:
-        cross = CrossFit.from_extra(data, n_rows)
-    except ValueError as err:
-        raise ValueError(f"values.extra['cross_fit'] {err}: value the rows again, or drop "
-                         "that entry to cut without the cross-fitted test.") from None
-    if not cross.matches(Xv, yv):
-        return None
     scores = np.empty(len(yv))
     pred = None if full_pred is None else np.array(full_pred, copy=True)
     gain = 0.0

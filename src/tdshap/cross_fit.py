@@ -11,6 +11,11 @@ scores a removal it had no part in choosing, and the mean of those paired
 differences is an unbiased estimate of what the procedure's removal gains
 (:func:`tdshap.cleansing.cleanse` makes this the cut's one named comparison).
 
+Each fold's values travel too (``values``): with them the cut can also ask,
+honestly, whether the paper's larger cut suits the model (each fold's own
+ranking, its own grid of models, judged by that fold's rows:
+:func:`tdshap.cut.cross_validated_rules`).
+
 The folds and each fold's flagged rows travel in the result's
 ``extra["cross_fit"]`` (:meth:`CrossFit.to_extra`), with what identifies the
 validation rows they were made for (a hash of the labels in order, and each
@@ -76,12 +81,14 @@ class CrossFit:
     flagged: tuple[np.ndarray, ...]  # per fold: sorted training rows flagged without it
     labels: str  # label_fingerprint of the validation rows they were made for
     means: np.ndarray  # fold_means of those rows
+    values: tuple[np.ndarray, ...] | None = None  # per fold: every row's value without it
 
     @classmethod
     def made(cls, X_val: np.ndarray, y_val: np.ndarray, folds: np.ndarray,
-             flagged: tuple[np.ndarray, ...]) -> CrossFit:
+             flagged: tuple[np.ndarray, ...],
+             values: tuple[np.ndarray, ...] | None = None) -> CrossFit:
         return cls(folds, flagged, label_fingerprint(y_val),
-                   fold_means(X_val, folds, len(flagged)))
+                   fold_means(X_val, folds, len(flagged)), values)
 
     @property
     def n_folds(self) -> int:
@@ -97,15 +104,20 @@ class CrossFit:
             np.allclose(means, self.means, rtol=MEANS_RTOL, atol=MEANS_RTOL * scale))
 
     def to_extra(self) -> dict[str, Any]:
-        return {"folds": self.folds.tolist(), "flagged": [f.tolist() for f in self.flagged],
-                "labels": self.labels, "means": self.means.tolist()}
+        out: dict[str, Any] = {"folds": self.folds.tolist(),
+                               "flagged": [f.tolist() for f in self.flagged],
+                               "labels": self.labels, "means": self.means.tolist()}
+        if self.values is not None:
+            out["values"] = [v.tolist() for v in self.values]
+        return out
 
     @classmethod
     def from_extra(cls, data: Any, n_rows: int) -> CrossFit:
         """The cross-fit a result's ``extra["cross_fit"]`` holds, for ``n_rows`` training
         rows; ``ValueError`` naming what is wrong with it."""
-        if not isinstance(data, dict) or set(data) != {"folds", "flagged", "labels", "means"}:
-            raise ValueError("is not an object with 'folds', 'flagged', 'labels' and 'means'")
+        if not isinstance(data, dict) or not _KEYS <= set(data) <= _KEYS | {"values"}:
+            raise ValueError("is not an object with 'folds', 'flagged', 'labels' and 'means' "
+                             "(and optionally 'values')")
         folds, flagged, labels = data["folds"], data["flagged"], data["labels"]
         if not isinstance(labels, str) or len(labels) != 64 or \
                 any(c not in "0123456789abcdef" for c in labels):
@@ -130,7 +142,21 @@ class CrossFit:
             if len(r) and (r.min() < 0 or r.max() >= n_rows or np.any(np.diff(r) <= 0)):
                 raise ValueError(f"has 'flagged' rows that are not sorted distinct rows of "
                                  f"the {n_rows} training rows")
-        return cls(f, rows, labels, mean_rows)
+        values = None
+        if "values" in data:
+            given = data["values"]
+            if not isinstance(given, list) or len(given) != k or any(
+                    not isinstance(v, list) or len(v) != n_rows or any(
+                        isinstance(x, bool) or not isinstance(x, int | float) for x in v)
+                    for v in given):
+                raise ValueError(f"has 'values' that are not {k} lists of {n_rows} numbers")
+            values = tuple(np.asarray(v, dtype=float) for v in given)
+            if not all(np.all(np.isfinite(v)) for v in values):
+                raise ValueError("has 'values' that are not finite")
+        return cls(f, rows, labels, mean_rows, values)
+
+
+_KEYS = {"folds", "flagged", "labels", "means"}
 
 
 def _whole_numbers(v: Any, name: str) -> np.ndarray:

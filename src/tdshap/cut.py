@@ -50,12 +50,18 @@ do not share its luck, so each rule's cross-validated gain estimates what the
 rule gains. The paper's cut (the best validation score) is taken when its
 cross-validated gain beats :data:`CV_N_SE` standard errors and beats the
 one-SE rule's by as many standard errors of their difference.
-:func:`tdshap.cleansing.cleanse` asks this only of a classifier's values that
-never saw the validation rows (out-of-bag values: ``extra["validation_free"]``):
-where the validation rows made the values, the held-out fold's rows helped rank
-the rows its cuts remove, and its gain is optimistic (at 2.326 SE such runs
-still lowered clean data); a regressor's MAE rewards removing true but extreme
-targets on clean data too (docs/benchmarks.md, "The cut that suits the model").
+:func:`tdshap.cleansing.cleanse` asks this of a classifier's values that never
+saw the validation rows (out-of-bag values: ``extra["validation_free"]``), and
+of values that did but carry each fold's values made without it (a cross-fit
+with ``values``: the 5-NN proxy standing in for a tree or a linear model):
+each fold then ranks the rows by its own values, refits its own curve
+(:class:`FoldCurve`), and its rows judge that curve's cuts. Judged on the one
+curve of values the held-out rows helped make, the gain is optimistic (at
+2.326 SE such runs still lowered clean data). Not asked for the k-NN that
+exact k-NN Shapley values (it changes by the rows removed and nothing else;
+through the CLI the check's false alarms cost more than it gained), nor for
+regressors: their MAE rewards removing true but extreme targets on clean data
+too (docs/benchmarks.md, "The cut that suits the model").
 
 Otherwise the validation rows that judge the cut also valued the rows, so a cut's
 validation gain is optimistic (the rows were chosen for hurting these very
@@ -68,7 +74,7 @@ family-wise eligibility of rows is what keeps clean data whole
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,7 +205,9 @@ class CrossValidatedRules:
     ``gain_*``: the validation gain, in the user's metric, of scoring every row
     under the model of its fold's cut; ``se_paper``: the paired-bootstrap
     standard error of the paper's rule's gain, ``se_lead`` of its lead over the
-    one-SE rule's; ``n_se``: the standard errors each must beat.
+    one-SE rule's; ``n_se``: the standard errors each must beat;
+    ``own_curves``: each fold's cuts came from its own curve, the rows ranked by
+    values made without that fold (:class:`FoldCurve`).
     """
 
     cuts_one_se: tuple[int, ...]
@@ -209,6 +217,7 @@ class CrossValidatedRules:
     se_paper: float
     se_lead: float
     n_se: float
+    own_curves: bool = False
 
     @property
     def lead(self) -> float:
@@ -222,8 +231,10 @@ class CrossValidatedRules:
     def describe(self) -> str:
         def k(x: float, se: float) -> str:
             return f"{x / se:.1f}" if se > 0 else "inf"
+        made = ("ranked by values made without it and chosen without it" if self.own_curves
+                else "chosen without it")
         return (f"cross-validated over {len(self.cuts_paper)} folds of the validation rows "
-                f"(each fold's cuts chosen without it), the paper's rule gains "
+                f"(each fold's cuts {made}), the paper's rule gains "
                 f"{_signed(self.gain_paper)} ({k(self.gain_paper, self.se_paper)} SE; cuts "
                 f"{', '.join(map(str, self.cuts_paper))}), the one-SE rule "
                 f"{_signed(self.gain_one_se)} (cuts {', '.join(map(str, self.cuts_one_se))}): "
@@ -320,11 +331,24 @@ def choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None
     return dataclasses.replace(chosen, eligible=eligible)
 
 
+@dataclass(frozen=True)
+class FoldCurve:
+    """One validation fold's own removal curve, for values made without that fold:
+    the cuts of its ranking (``grid``, starting at 0), their models' predictions
+    on all validation rows (``(len(grid), n_val)``) and its eligible rows' count."""
+
+    grid: np.ndarray
+    predictions: np.ndarray
+    n_eligible: int | None
+
+
 def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.ndarray,
                           spec: MetricSpec, idx: np.ndarray, rng: np.random.Generator, *,
                           stratify: bool, n_se: float = DEFAULT_N_SE,
                           n_eligible: int | None = None, n_folds: int = CV_FOLDS,
-                          n_bootstrap: int = CV_N_BOOTSTRAP) -> CrossValidatedRules | None:
+                          n_bootstrap: int = CV_N_BOOTSTRAP, folds: np.ndarray | None = None,
+                          fold_curves: Sequence[FoldCurve] | None = None
+                          ) -> CrossValidatedRules | None:
     """The paper's rule and steps 1-4 of the one-SE rule, cross-validated over the
     validation rows.
 
@@ -335,26 +359,44 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
     other folds' rows (within classes when ``stratify``), its paper's cut as
     their best score; both must beat :data:`CV_N_SE` standard errors. None
     when there are too few rows for the folds.
+
+    Values that used the validation rows must not rank the rows a fold judges:
+    give the folds they were made with (``folds``, a fold number per row) and,
+    per fold, the curve of that fold's own values (``fold_curves``); the fold's
+    rules then choose from its curve, and its rows score that curve's models
+    (``predictions[0]``, no row removed, is the same for every fold).
     """
     y_val = np.asarray(y_val)
     grid = np.asarray(grid)
-    n_folds = min(n_folds, len(y_val) // 2)
-    if n_folds < 2 or len(grid) < 2:
-        return None
-    folds = make_folds(y_val, n_folds, rng, stratify)
+    if fold_curves is not None:
+        if folds is None or len(folds) != len(y_val) or \
+                set(np.unique(folds).tolist()) != set(range(len(fold_curves))):
+            raise ValueError("fold_curves needs folds: a fold number 0..len(fold_curves)-1 "
+                             "for each validation row, each fold used.")
+        n_folds = len(fold_curves)
+        if n_folds < 2 or len(y_val) < 2 * n_folds:
+            return None
+    else:
+        n_folds = min(n_folds, len(y_val) // 2)
+        if n_folds < 2 or len(grid) < 2:
+            return None
+        folds = make_folds(y_val, n_folds, rng, stratify)
     score = row_scorer(spec)
     picked = {rule: np.array(predictions[0], copy=True) for rule in RULES}
     cuts: dict[str, list[int]] = {rule: [] for rule in RULES}
     for f in range(n_folds):
+        curve = FoldCurve(grid, predictions, n_eligible) if fold_curves is None \
+            else fold_curves[f]
         held = folds == f
         rows = np.flatnonzero(~held)
         inner = rows[bootstrap_indices(y_val[rows], n_bootstrap, rng, stratify)]
-        boot = bootstrap_curves(spec, y_val, predictions, inner)
-        val = score(y_val[rows], predictions[:, rows])
+        boot = bootstrap_curves(spec, y_val, curve.predictions, inner)
+        val = score(y_val[rows], curve.predictions[:, rows])
         for rule in RULES:
-            n = _choose_cut(grid, val, boot, rule, n_se,
-                            n_eligible if rule == "one_se" else None).n_chosen
-            picked[rule][held] = predictions[int(np.flatnonzero(grid == n)[0]), held]
+            n = _choose_cut(curve.grid, val, boot, rule, n_se,
+                            curve.n_eligible if rule == "one_se" else None).n_chosen
+            at = int(np.flatnonzero(curve.grid == n)[0])
+            picked[rule][held] = curve.predictions[at, held]
             cuts[rule].append(int(n))
     trio = np.stack([predictions[0], picked["one_se"], picked["paper"]])
     boot = bootstrap_curves(spec, y_val, trio, idx)
@@ -363,7 +405,7 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
         tuple(cuts["one_se"]), tuple(cuts["paper"]), float(one_se - full), float(paper - full),
         float(np.std(boot[:, 2] - boot[:, 0], ddof=1)),
         float(np.std(boot[:, 2] - boot[:, 1], ddof=1)),
-        CV_N_SE)
+        CV_N_SE, fold_curves is not None)
 
 
 def suited(evidence: CutEvidence, check: CrossValidatedRules | None) -> CutEvidence:

@@ -353,8 +353,9 @@ def find_harmful(
         How many rows cleansing removes: ``"one_se"`` (default) only when the
         validation gain beats its bootstrap noise, and only rows whose value
         is credibly below tau, unless (for values that never saw the
-        validation rows) cross-validation over the validation rows says the
-        model gains more from the paper's larger cut;
+        validation rows, or the proxy's, each fold valued without it)
+        cross-validation over the validation rows says the model gains more
+        from the paper's larger cut;
         ``"paper"`` the best validation score (the paper's protocol, which on
         clean data removes many rows).
     neighbor_search:

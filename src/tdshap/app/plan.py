@@ -341,7 +341,11 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     refit_cleansing = grid * (fit_s + predict_s * held)
     if shapley and knn_shapley_problem(estimator) is not None:
         # a k-NN proxy values the rows of another model: the closed form, then a refit of
-        # the user's model per cut
+        # the user's model per cut; where the paper's larger cut is checked
+        # (tdshap.cleansing), each validation fold's own curve refits its cuts too
+        check = (f"; checking the paper's larger cut, where it is, refits each of the "
+                 f"{fold_fits} folds' own cuts too (up to {fold_fits * grid:,} fits, "
+                 f"{_duration(fold_fits * refit_cleansing)} more)" if fold_fits else "")
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
                                                                       sample, queries),
@@ -350,8 +354,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
             path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
                   f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
                   f"({sorters}: cost grows with N squared log N)"
-                  + (f"; cleansing refits the {_name(estimator)} per cut" + folds if grid
-                     else "")))
+                  + (f"; cleansing refits the {_name(estimator)} per cut" + folds + check
+                     if grid else "")))
     closed_path = (f"exact k-NN Shapley in closed form: {sorters} (cost grows with N "
                    "squared log N), no model fitted" + (folds if grid else ""))
     if shapley and not grid:

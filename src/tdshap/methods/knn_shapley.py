@@ -69,8 +69,9 @@ Both (``queries="both"``)
     (docs/benchmarks.md). The values have seen the validation rows, so they
     also carry a cross-fit (:mod:`tdshap.cross_fit`, ``n_folds`` folds of the
     validation rows; ``extra["cross_fit"]``): for each fold, the rows below
-    ``tau`` when that fold's queries are left out, so that the cut's named
-    comparison is made on validation rows that had no part in choosing.
+    ``tau`` when that fold's queries are left out, and every row's value
+    then, so that the cut's named comparison, and its check of the paper's
+    larger cut, are made on validation rows that had no part in choosing.
 """
 
 from __future__ import annotations
@@ -337,10 +338,11 @@ class KNNShapley(DirectValuation):
             train = t_sum[0] / t_n[0]
             # each fold's values: the same mean with that fold's validation queries left out
             rest = [np.arange(n_folds) != f for f in range(n_folds)]
-            flagged = [np.flatnonzero(0.5 * train + 0.5 * v_sums[r].sum(0) / v_n[r].sum()
-                                      < self.tau) for r in rest]
-            extra["cross_fit"] = CrossFit.made(Xv_given, yv_given, folds,
-                                               tuple(flagged)).to_extra()
+            fold_values = tuple(0.5 * train + 0.5 * v_sums[r].sum(0) / v_n[r].sum()
+                                for r in rest)
+            flagged = tuple(np.flatnonzero(v < self.tau) for v in fold_values)
+            extra["cross_fit"] = CrossFit.made(Xv_given, yv_given, folds, flagged,
+                                               fold_values).to_extra()
         self._finish(values=values, counts=np.full(n, counts, dtype=np.int64),
                      variances=variances, extra=extra)
         return self
