@@ -316,3 +316,18 @@ def test_cleanse_checks_values_made_on_the_validation_rows_by_their_folds():
                                                        KNeighborsClassifier(5))):
         own = cleanse(values, knn, *data, step=2, rule="one_se")
         assert own.evidence.cross_validated is None and own.n_remove < own.n_best
+
+
+def test_a_cross_fit_with_an_empty_fold_gets_no_check():
+    # a result file may be hand-made: a fold with no validation row judges nothing
+    from tdshap.cross_fit import fold_means
+
+    tree = DecisionTreeClassifier(max_depth=5, random_state=0)
+    data, values = _planted_both(5)
+    cross = dict(values.extra["cross_fit"])
+    folds = np.asarray(cross["folds"])
+    folds[folds == 4] = 3  # fold 4 left empty, its values kept
+    cross.update(folds=folds.tolist(), means=fold_means(data[2], folds, 5).tolist())
+    odd = dataclasses.replace(values, extra={**values.extra, "cross_fit": cross})
+    c = cleanse(odd, tree, *data, step=2, rule="one_se")
+    assert c.evidence.cross_validated is None and c.extra["n_check_fits"] == 0

@@ -361,8 +361,8 @@ def cleanse(
         if free:
             check = cross_validated_rules(grid, stacked, yv, spec, idx, cv_rng,
                                           stratify=True, n_se=n_se, n_eligible=n_eligible)
-        elif cross is not None and cross.values is not None and \
-                not _is_knn(estimator):
+        elif cross is not None and cross.values is not None and not _is_knn(estimator) \
+                and len(np.unique(cross.folds)) == cross.n_folds:  # every fold judges
             # values standing in for a model refitted per cut (a tree, a linear model):
             # each fold's rows judge the curve of values made without them. Not for the
             # k-NN they value exactly: it changes by the rows removed and nothing else,
