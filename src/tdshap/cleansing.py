@@ -361,7 +361,7 @@ def cleanse(
         if free:
             check = cross_validated_rules(grid, stacked, yv, spec, idx, cv_rng,
                                           stratify=True, n_se=n_se, n_eligible=n_eligible)
-        elif cross is not None and cross.values is not None and not _is_knn(estimator) \
+        elif cross is not None and cross.values is not None and folds_check(estimator) \
                 and len(np.unique(cross.folds)) == cross.n_folds:  # every fold judges
             # values standing in for a model refitted per cut (a tree, a linear model):
             # each fold's rows judge the curve of values made without them. Not for the
@@ -410,10 +410,12 @@ def cleanse(
     )
 
 
-def _is_knn(estimator: Any) -> bool:
-    """Whether ``estimator`` is a k-NN classifier (or a pipeline ending in one)."""
+def folds_check(estimator: Any) -> bool:
+    """Whether the paper's larger cut is checked fold by fold for ``estimator`` when its
+    values saw the validation rows: yes but for a k-NN classifier (or a pipeline ending
+    in one), which changes by the rows removed and nothing else."""
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    return isinstance(model, KNeighborsClassifier)
+    return not isinstance(model, KNeighborsClassifier)
 
 
 def _rows_key(rows: np.ndarray) -> bytes:

@@ -287,7 +287,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     """
     from sklearn.base import clone
 
-    from tdshap.cleansing import removal_grid
+    from tdshap.cleansing import folds_check, removal_grid
     from tdshap.methods.knn_oob import knn_step
     from tdshap.methods.knn_shapley import knn_shapley_problem, knn_shapley_task
     from tdshap.utility.base import describe_error
@@ -345,7 +345,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         # (tdshap.cleansing), each validation fold's own curve refits its cuts too
         check = (f"; checking the paper's larger cut, where it is, refits each of the "
                  f"{fold_fits} folds' own cuts too (up to {fold_fits * grid:,} fits, "
-                 f"{_duration(fold_fits * refit_cleansing)} more)" if fold_fits else "")
+                 f"{_duration(fold_fits * refit_cleansing)} more)"
+                 if fold_fits and folds_check(estimator) else "")
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
                                                                       sample, queries),
