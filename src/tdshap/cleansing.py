@@ -224,17 +224,19 @@ def cleanse(
     eligible = eligible_rows(values, alpha) if rule == "one_se" else None
     n_eligible = None
     if eligible is not None:
-        # credible rows first (by value), so that the curve's cuts are the rows removed
-        order = np.concatenate([order[eligible[order]], order[~eligible[order]]])
-        n_eligible = int(eligible.sum())
-        if 0 < n_eligible <= grid[-1]:
-            grid = np.union1d(grid, [n_eligible])
+        order, n_eligible = _eligible_first(order, eligible)
+        grid = _with_cut(grid, n_eligible)
     seed_params = random_state_params(estimator)
     seed = 0 if random_state is None else int(random_state)
     # values from out-of-bag rows never saw the validation rows: their gains are honest
     free = isinstance(values, ValuationResult) and bool(values.extra.get("validation_free"))
     # values that did see them may carry a cross-fit: what each fold's rows had no part in
     cross = None if rule != "one_se" or free else _cross_fit_of(values, Xv, yv, len(ya))
+    # with each fold's values, the paper's larger cut is checked fold by fold (a model
+    # refitted per cut, every fold judging), reusing the grid's predictions
+    by_folds = cross is not None and cross.values is not None and \
+        is_classifier(estimator) and folds_check(estimator) and \
+        len(np.unique(cross.folds)) == cross.n_folds
     # under the paper's rule the bootstrap only reports: never at the cost of rescoring
     idx = None
     if n_bootstrap >= 2 and (rule == "one_se" or spec.from_predictions is not None):
@@ -310,7 +312,7 @@ def cleanse(
                 smooth[int(n_remove)] = scores
         if pred is not None:
             predictions.append(pred)
-            if cross is not None and cross.values is not None:
+            if by_folds:
                 predicted_without[_rows_key(order[:n_remove])] = pred
         elif idx is not None and not boot_failed:
             fitted: Any = model
@@ -361,8 +363,8 @@ def cleanse(
         if free:
             check = cross_validated_rules(grid, stacked, yv, spec, idx, cv_rng,
                                           stratify=True, n_se=n_se, n_eligible=n_eligible)
-        elif cross is not None and cross.values is not None and folds_check(estimator) \
-                and len(np.unique(cross.folds)) == cross.n_folds:  # every fold judges
+        elif by_folds:
+            assert cross is not None and cross.values is not None
             # values standing in for a model refitted per cut (a tree, a linear model):
             # each fold's rows judge the curve of values made without them. Not for the
             # k-NN they value exactly: it changes by the rows removed and nothing else,
@@ -445,17 +447,25 @@ def _fold_curves(fold_values: tuple[np.ndarray, ...], flagged: tuple[np.ndarray,
     eligible cut; ``predicted(removed)``: the validation predictions without those rows."""
     curves = []
     for vals, rows in zip(fold_values, flagged, strict=True):
-        rng = np.random.default_rng(random_state)
-        order = np.lexsort((rng.random(len(vals)), vals))
         first = np.zeros(len(vals), dtype=bool)
         first[rows] = True
-        order = np.concatenate([order[first[order]], order[~first[order]]])
-        n_eligible = len(rows)
-        grid = base_grid if not 0 < n_eligible <= base_grid[-1] else \
-            np.union1d(base_grid, [n_eligible])
+        order, n_eligible = _eligible_first(_ranking(vals, random_state)[0], first)
+        grid = _with_cut(base_grid, n_eligible)
         curves.append(FoldCurve(grid, np.stack([predicted(order[:n]) for n in grid]),
                                 n_eligible))
     return curves
+
+
+def _eligible_first(order: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, int]:
+    """``order`` with the eligible rows first (each part keeps its order), so that the
+    curve's cuts are the rows removed; and how many are eligible."""
+    return (np.concatenate([order[eligible[order]], order[~eligible[order]]]),
+            int(eligible.sum()))
+
+
+def _with_cut(grid: np.ndarray, n: int) -> np.ndarray:
+    """``grid`` with the cut of ``n`` rows added where it lies within it."""
+    return np.union1d(grid, [n]) if 0 < n <= grid[-1] else grid
 
 
 def _cross_fitted(cross: CrossFit, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
