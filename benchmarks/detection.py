@@ -62,9 +62,13 @@ from sklearn.datasets import (
     make_circles,
     make_classification,
     make_friedman1,
+    make_friedman2,
+    make_friedman3,
     make_gaussian_quantiles,
+    make_hastie_10_2,
     make_moons,
     make_regression,
+    make_sparse_uncorrelated,
 )
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neighbors import KNeighborsClassifier
@@ -164,6 +168,24 @@ def _five_class() -> tuple[np.ndarray, np.ndarray]:
                                n_clusters_per_class=1, random_state=5)
 
 
+def _hastie() -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_hastie_10_2(1200, random_state=11)
+    return X, (y > 0).astype(int)
+
+
+def _digits4() -> tuple[np.ndarray, np.ndarray]:
+    # four of digits' classes that look alike (3, 5, 8, 9)
+    X, y = load_digits(return_X_y=True)
+    keep = np.isin(y, [3, 5, 8, 9])
+    return X[keep], y[keep]
+
+
+def _flip_y() -> tuple[np.ndarray, np.ndarray]:
+    # 5% of the labels random before anything is planted: noise that is no one's error
+    return make_classification(900, n_features=10, n_informative=4, flip_y=0.05,
+                               class_sep=1.2, n_classes=3, random_state=21)
+
+
 def _imbalanced() -> tuple[np.ndarray, np.ndarray]:
     return make_classification(1500, n_features=12, n_informative=6, weights=[0.9, 0.1],
                                random_state=7)
@@ -197,6 +219,14 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "circles": (_circles, "classification"),
     "quantiles": (_quantiles, "classification"),
     "five_class": (_five_class, "classification"),
+    # added in session 14 before any change was measured on them; not in 'extra'
+    "hastie": (_hastie, "classification"),
+    "digits4": (_digits4, "classification"),
+    "flip_y": (_flip_y, "classification"),
+    "friedman2": (lambda: make_friedman2(600, noise=20.0, random_state=12), "regression"),
+    "friedman3": (lambda: make_friedman3(600, noise=0.1, random_state=13), "regression"),
+    "sparse": (lambda: make_sparse_uncorrelated(600, n_features=10, random_state=14),
+               "regression"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 EXTRA_DATASETS = ("breast_cancer", "moons", "blobs8", "hard_binary", "linear")

@@ -428,15 +428,16 @@ def test_the_closed_forms_refuse_other_models_before_writing(
     assert_input_error(res, tmp_path / "out", method, words)
 
 
-@pytest.mark.parametrize(("model", "checked"), [("dtree", True), ("knn", False)])
-def test_the_plan_names_the_folds_check_of_the_papers_cut_for_a_proxy(
-        tmp_path: Path, model: str, checked: bool) -> None:
-    # the proxy's cut may refit each validation fold's own curve: the plan says so; a
-    # k-NN's own values are not checked so
+@pytest.mark.parametrize(("model", "refits"), [("dtree", True), ("knn", False)])
+def test_the_plan_names_the_folds_check_of_the_papers_cut(
+        tmp_path: Path, model: str, refits: bool) -> None:
+    # the proxy's cut may refit each validation fold's own curve: the plan says so and
+    # what it costs; a k-NN's folds' curves come from its neighbour lists
     write(table(task="classification"), tmp_path / "train.csv")
     res = tdshap("clean", "train.csv", "--target", "y", "--model", model, "--out", "out",
                  "--no-progress", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     plan = res.stdout.split("\n\n")[0]
-    assert ("checking the paper's larger cut" in plan) == checked
-    assert ("folds' own cuts too (up to " in plan) == checked
+    assert ("checking the paper's larger cut" in plan) == refits
+    assert ("folds' own cuts too (up to " in plan) == refits
+    assert ("own cuts are checked too, from the same neighbour lists" in plan) == (not refits)

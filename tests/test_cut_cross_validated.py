@@ -11,6 +11,7 @@ from sklearn.tree import DecisionTreeClassifier
 from tdshap import ValuationResult, cleanse
 from tdshap.cut import (
     CV_N_SE,
+    CV_N_SE_KNN,
     CrossValidatedRules,
     CutEvidence,
     bootstrap_curves,
@@ -305,17 +306,31 @@ def test_cleanse_checks_values_made_on_the_validation_rows_by_their_folds():
     e = declined.evidence
     assert e.cross_validated is not None and not e.cross_validated.prefers_paper
     assert declined.n_remove == e.n_chosen < e.n_best
-    # a k-NN's own exact values: it changes by the rows removed and nothing else, so its
-    # cut is not second-guessed (through the CLI the check's false alarms cost more)
+
+
+def test_a_knns_own_cut_is_checked_at_a_stricter_level():
+    # the k-NN its values describe exactly changes by the rows removed and nothing else:
+    # its folds' curves are checked too, each comparison at CV_N_SE_KNN
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from tdshap.cleansing import check_level
+
     data, values = _planted_both(4)
     for knn in (KNeighborsClassifier(5), make_pipeline(StandardScaler(),
                                                        KNeighborsClassifier(5))):
+        assert check_level(knn) == CV_N_SE_KNN > CV_N_SE
         own = cleanse(values, knn, *data, step=2, rule="one_se")
-        assert own.evidence.cross_validated is None and own.n_remove < own.n_best
+        check = own.evidence.cross_validated
+        assert own.n_remove < own.n_best and check is not None and check.own_curves
+        assert check.n_se == CV_N_SE_KNN and f"needed {CV_N_SE_KNN:g}" in own.evidence.reason
+        # the stricter level decides: a lead and a gain between the two levels is declined
+        between = dataclasses.replace(check, gain_paper=0.02, se_paper=0.01,
+                                      gain_one_se=0.0, se_lead=0.01)  # both at 2 SE
+        assert between.prefers_paper is False
+        assert dataclasses.replace(between, n_se=CV_N_SE).prefers_paper is True
+    assert check_level(DecisionTreeClassifier()) == CV_N_SE
 
 
 def test_a_cross_fit_with_an_empty_fold_gets_no_check():
@@ -331,3 +346,22 @@ def test_a_cross_fit_with_an_empty_fold_gets_no_check():
     odd = dataclasses.replace(values, extra={**values.extra, "cross_fit": cross})
     c = cleanse(odd, tree, *data, step=2, rule="one_se")
     assert c.evidence.cross_validated is None and c.extra["n_check_fits"] == 0
+
+
+def test_a_knn_that_gains_from_a_larger_cut_takes_it():
+    # make_hastie_10_2: a 5-NN on ten features gains from removing far more rows than
+    # are credibly harmful (editing the class boundary), and its own folds agree
+    from sklearn.datasets import make_hastie_10_2
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from tdshap.methods import KNNShapley
+
+    X, y = make_hastie_10_2(600, random_state=0)
+    y = (y > 0).astype(int)
+    data = (X[:300], y[:300], X[300:450], y[300:450], X[450:], y[450:])
+    values = KNNShapley(queries="both", random_state=0).fit(*data[:4]).result_
+    c = cleanse(values, KNeighborsClassifier(5), *data, rule="one_se")
+    e = c.evidence
+    assert e.cross_validated is not None and e.cross_validated.prefers_paper
+    assert e.eligible is not None and c.n_remove == e.n_best > e.eligible.n
+    assert c.cleaned_test > c.baseline_test

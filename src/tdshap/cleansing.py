@@ -33,6 +33,8 @@ from tdshap._validation import as_features, as_target, check_data, check_number
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
     CROSS_FIT_N_SE,
+    CV_N_SE,
+    CV_N_SE_KNN,
     DEFAULT_ALPHA,
     DEFAULT_N_BOOTSTRAP,
     DEFAULT_N_SE,
@@ -172,10 +174,10 @@ def cleanse(
     that never saw the validation rows (``extra["validation_free"]``), the paper's
     cut where it removes more and both rules cross-validated over the validation
     rows say it gains more (:func:`tdshap.cut.cross_validated_rules`); values that
-    saw them and carry each fold's values made without it (``extra["cross_fit"]``,
-    a model other than the k-NN they value) are checked so too, each fold ranking
-    the rows by its own values and refitting its own curve (up to 5 times the
-    grid's fits more). Metrics scored from
+    saw them and carry each fold's values made without it (``extra["cross_fit"]``)
+    are checked so too, each fold ranking the rows by its own values and refitting
+    its own curve (up to 5 times the grid's fits more; for the k-NN they value, at a
+    stricter level: :func:`check_level`). Metrics scored from
     predictions resample the grid models' predictions (cheap); scorers that
     need the model (``neg_log_loss``) score it on at most 100 resamples. For a result with a
     threshold and intervals (TDShap's), ``"one_se"`` ranks the rows whose
@@ -235,8 +237,7 @@ def cleanse(
     # with each fold's values, the paper's larger cut is checked fold by fold (a model
     # refitted per cut, every fold judging), reusing the grid's predictions
     by_folds = cross is not None and cross.values is not None and \
-        is_classifier(estimator) and folds_check(estimator) and \
-        len(np.unique(cross.folds)) == cross.n_folds
+        is_classifier(estimator) and len(np.unique(cross.folds)) == cross.n_folds
     # under the paper's rule the bootstrap only reports: never at the cost of rescoring
     idx = None
     if n_bootstrap >= 2 and (rule == "one_se" or spec.from_predictions is not None):
@@ -365,10 +366,8 @@ def cleanse(
                                           stratify=True, n_se=n_se, n_eligible=n_eligible)
         elif by_folds:
             assert cross is not None and cross.values is not None
-            # values standing in for a model refitted per cut (a tree, a linear model):
-            # each fold's rows judge the curve of values made without them. Not for the
-            # k-NN they value exactly: it changes by the rows removed and nothing else,
-            # and through the CLI the check's false alarms cost more than it gained
+            # each fold's rows judge the curve of values made without them; for the
+            # k-NN they value exactly at a stricter level (check_level)
             def predicted(removed: np.ndarray) -> np.ndarray:
                 key = _rows_key(removed)
                 if key not in predicted_without:
@@ -387,7 +386,8 @@ def cleanse(
                 check = cross_validated_rules(grid, stacked, yv, spec, idx, cv_rng,
                                               stratify=True, n_se=n_se,
                                               n_eligible=n_eligible, folds=cross.folds,
-                                              fold_curves=curves)
+                                              fold_curves=curves,
+                                              level=check_level(estimator))
         evidence = suited(evidence, check)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     n_remove = evidence.n_chosen
@@ -412,12 +412,13 @@ def cleanse(
     )
 
 
-def folds_check(estimator: Any) -> bool:
-    """Whether the paper's larger cut is checked fold by fold for ``estimator`` when its
-    values saw the validation rows: yes but for a k-NN classifier (or a pipeline ending
-    in one), which changes by the rows removed and nothing else."""
+def check_level(estimator: Any) -> float:
+    """The standard errors the paper's larger cut must win by, fold by fold, for
+    ``estimator`` when its values saw the validation rows: :data:`tdshap.cut.CV_N_SE_KNN`
+    for a k-NN classifier (or a pipeline ending in one), whose exact values ranked the
+    rows; :data:`tdshap.cut.CV_N_SE` for a model they stand in for."""
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    return not isinstance(model, KNeighborsClassifier)
+    return CV_N_SE_KNN if isinstance(model, KNeighborsClassifier) else CV_N_SE
 
 
 def _rows_key(rows: np.ndarray) -> bytes:

@@ -287,7 +287,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     """
     from sklearn.base import clone
 
-    from tdshap.cleansing import folds_check, removal_grid
+    from tdshap.cleansing import removal_grid
     from tdshap.methods.knn_oob import knn_step
     from tdshap.methods.knn_shapley import knn_shapley_problem, knn_shapley_task
     from tdshap.utility.base import describe_error
@@ -346,7 +346,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         check = (f"; checking the paper's larger cut, where it is, refits each of the "
                  f"{fold_fits} folds' own cuts too (up to {fold_fits * grid:,} fits, "
                  f"{_duration(fold_fits * refit_cleansing)} more)"
-                 if fold_fits and folds_check(estimator) else "")
+                 if fold_fits else "")
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
                                                                       sample, queries),
@@ -357,8 +357,13 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
                   f"({sorters}: cost grows with N squared log N)"
                   + (f"; cleansing refits the {_name(estimator)} per cut" + folds + check
                      if grid else "")))
+    # a k-NN classifier's cut checks the paper's larger cut fold by fold too
+    # (tdshap.cleansing.check_level): its folds' curves cost no refit
+    knn_check = ("; where the paper's cut removes more, each fold's own cuts are checked "
+                 "too, from the same neighbour lists" if queries > n and is_classifier(estimator)
+                 else "")
     closed_path = (f"exact k-NN Shapley in closed form: {sorters} (cost grows with N "
-                   "squared log N), no model fitted" + (folds if grid else ""))
+                   "squared log N), no model fitted" + (folds + knn_check if grid else ""))
     if shapley and not grid:
         # no cut to estimate: the neighbour search below would time only the cleansing
         return CostEstimate(
