@@ -166,6 +166,15 @@ def test_a_manifest_cannot_claim_the_users_files(work: Path,
                   words=("mine.txt", "--force"))
 
 
+@pytest.mark.parametrize("content", ["[]", '"files"', "null", "3"])
+def test_a_manifest_that_is_not_an_object_is_no_manifest(work: Path, content: str) -> None:
+    (work / "out").mkdir()
+    (work / "out" / ".tdshap-manifest.json").write_text(content)
+    (work / "out" / "mine.txt").write_text("the user's own")
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                  words=("holds files tdshap did not write", "no tdshap manifest"))
+
+
 def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
     res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
                  cwd=work)

@@ -63,7 +63,9 @@ def read_manifest(folder: Path) -> list[str] | None:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data, dict):  # valid JSON of another shape (a list, a string)
+        return None
+    files = data.get("files")
     if data.get("format") != MANIFEST_FORMAT or not isinstance(files, list) or not all(
         isinstance(f, str) and f and os.sep not in f and f not in (".", "..") for f in files
     ):
