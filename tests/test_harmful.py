@@ -280,6 +280,19 @@ def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, An
         tdshap.find_harmful(X, y, **kwargs)
 
 
+@pytest.mark.parametrize("flag", ["impute", "cleanse", "progress"])
+def test_a_switch_that_is_not_true_or_false_is_refused(flag: str) -> None:
+    with pytest.raises(TypeError, match=f"{flag}='no' must be True or False"):
+        tdshap.find_harmful(_X, _Y, **{flag: "no"})  # "no" is truthy: it would switch it on
+
+
+def test_a_whole_float_seed_is_the_same_seed() -> None:
+    # a float reached scikit-learn's train_test_split, which refuses it from deep inside
+    rows = tdshap.find_harmful(_X, _Y, random_state=3.0, cleanse=False)
+    pd.testing.assert_frame_equal(rows.table,
+                                  tdshap.find_harmful(_X, _Y, random_state=3, cleanse=False).table)
+
+
 def test_rows_as_mappings_are_a_table() -> None:
     records = [{"a": float(v), "colour": "red" if v > 0 else "blue"} for v in _X[:, 0]]
     rows = tdshap.find_harmful(records, _Y, cleanse=False)
