@@ -175,6 +175,21 @@ def test_a_manifest_that_is_not_an_object_is_no_manifest(work: Path, content: st
                   words=("holds files tdshap did not write", "no tdshap manifest"))
 
 
+@pytest.mark.parametrize(("option", "words"), [
+    (["--jobs", "0"], ("--jobs 0",)),
+    (["--seed", "-1"], ("--seed",)),
+    (["--out", "victim"], ("holds files tdshap did not write", "--force")),
+    (["--out", "wine.csv"], ("is a file",)),
+    (["--out", "/proc/demo"], ("system folder",)),
+], ids=["no-jobs", "negative-seed", "users-folder", "a-file", "proc"])
+def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
+                                                  words: tuple[str, ...]) -> None:
+    # it wrote into any --out (the user's files of its names replaced) and ended bad options
+    # with joblib's or numpy's traceback
+    check_refused(work, "demo", "--trials", "1", "--jobs", "1", "--no-progress", *option,
+                  words=words)
+
+
 def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
     res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
                  cwd=work)

@@ -397,25 +397,31 @@ def _warning_note(seen: Counter[str]) -> str:
     return f" (warnings on the way: {shown}{'; ...' if len(seen) > 3 else ''})"
 
 
+def one_line_errors(work: Callable[[], None]) -> None:
+    """Run a command's ``work``: any failure ends as one ``Error:`` line (exit status 2)
+    with the warnings met on the way folded in; after a success they are printed."""
+    with _collected_warnings() as seen:
+        try:
+            work()
+        except ValueError as err:
+            # the message already names the problem and the fix; no traceback
+            message = _flags(err)
+        except OSError as err:
+            where = f" {err.filename}" if err.filename else ""
+            message = f"cannot read or write{where}: {err.strerror or err}."
+        except Exception as err:  # never a traceback: say what happened, once
+            message = (f"unexpected {type(err).__name__}: {err} (please report this "
+                       "with the command that caused it).")
+        else:
+            for line, n in seen.most_common(5):
+                click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
+            return
+    raise InputError(" ".join((message + _warning_note(seen)).split())) from None
+
+
 def _command(do_cleanse: bool) -> Callable[..., None]:
     def body(**opts: Any) -> None:
-        with _collected_warnings() as seen:
-            try:
-                _execute(do_cleanse, opts)
-            except ValueError as err:
-                # the message already names the problem and the fix; no traceback
-                message = _flags(err)
-            except OSError as err:
-                where = f" {err.filename}" if err.filename else ""
-                message = f"cannot read or write{where}: {err.strerror or err}."
-            except Exception as err:  # never a traceback: say what happened, once
-                message = (f"unexpected {type(err).__name__}: {err} (please report this "
-                           "with the command that caused it).")
-            else:
-                for line, n in seen.most_common(5):
-                    click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
-                return
-        raise InputError(" ".join((message + _warning_note(seen)).split())) from None
+        one_line_errors(lambda: _execute(do_cleanse, opts))
 
     return body
 
