@@ -214,6 +214,9 @@ CHECKPOINT_NAME = "run.tdshap"
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
+    if id_column is not None and id_column not in frame.columns and \
+            id_column in frame.index.names:  # the row ids a Parquet file stores as its index
+        frame = frame.reset_index(level=id_column)
     for col, label in ((target, "target"), (id_column, "id")):
         if col is not None and col not in frame.columns:
             shown = ", ".join(map(str, frame.columns[:10]))

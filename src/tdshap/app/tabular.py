@@ -163,7 +163,8 @@ def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: P
     """
     keep = np.sort(np.asarray(keep, dtype=np.int64))
     if is_parquet(source):
-        frame.iloc[keep].to_parquet(dest, index=False)
+        # a non-default index (row ids) is one that DataFrame.to_parquet stored: keep it
+        frame.iloc[keep].to_parquet(dest, index=not isinstance(frame.index, pd.RangeIndex))
         return
     with open(source, encoding="utf-8", newline="") as fh:
         lines = fh.read().splitlines(keepends=True)
