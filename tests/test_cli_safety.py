@@ -327,6 +327,23 @@ def test_full_disk_while_publishing_leaves_the_previous_set(
     assert not [p for p in work.rglob("*") if "tdshap-new" in p.name or ".tmp-" in p.name]
 
 
+def test_a_writer_that_fails_leaves_no_staging_folder(tmp_path: Path) -> None:
+    from tdshap.app.outdir import OutputFolder
+
+    folder = OutputFolder(tmp_path / "out", known=("values.csv",))
+    folder.check([], ["values.csv"])
+    folder.claim()
+
+    def write(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("half a set")
+        raise ValueError("the plot failed")  # not an OSError: it was left beside --out
+
+    with pytest.raises(ValueError, match="the plot failed"):
+        folder.publish(write, {})
+    folder.release()
+    assert list(tmp_path.iterdir()) == []  # neither --out (nothing published) nor a staging
+
+
 def test_full_disk_while_checkpointing_is_one_line(work: Path, full_disk: Path) -> None:
     before = snapshot(work)
     res = tdshap("run.tdshap", "value", "wine.csv", "--target", "target", "--out", "out",

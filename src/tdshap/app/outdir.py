@@ -325,6 +325,9 @@ class OutputFolder:
                 f"cannot write the outputs to {self.out}: {err.strerror or err}; the previous "
                 "contents of the folder are unchanged."
             ) from None
+        except BaseException:  # a writer's own failure (a plot, Ctrl-C): no staging left over
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
         self.locked = False if not self.in_place else self.locked
         return written
 
