@@ -272,10 +272,12 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
     (_X, np.array([b"a", b"b"] * 30, dtype=object), {}, r"label of type bytes"),
     (_X, _Y, {"metric": lambda y_true, y_pred: float("nan")}, r"scores the validation rows "
      r"nan .* must give a finite number"),
+    (_X, _X[:, 0] * 1e300, {}, r"target column 'y' has values too large to square \(up to"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
         "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
-        "one-row-per-class", "list-cells", "list-labels", "bytes-labels", "nan-metric"])
+        "one-row-per-class", "list-cells", "list-labels", "bytes-labels", "nan-metric",
+        "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:
     with pytest.raises(ValueError, match=message):
