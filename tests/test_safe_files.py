@@ -48,6 +48,14 @@ def test_an_edited_result_file_is_a_result_file_error(tmp_path: Path, edit) -> N
         ValuationResult.load(path)
 
 
+def test_saving_into_a_missing_folder_names_the_file_asked_for(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "r.json"
+    with pytest.raises(FileNotFoundError) as err:
+        _result().save(target)
+    assert err.value.filename == str(target)  # not the hidden ".r.json.tmp-<pid>"
+    assert not (tmp_path / "missing").exists()
+
+
 @pytest.mark.parametrize("content", [b"", b"{", b"[1, 2]", b"null"])
 def test_a_damaged_json_result(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "r.json").write_bytes(content)
