@@ -380,6 +380,26 @@ def test_parquet_in_parquet_out(tmp_path: Path) -> None:
                                   frame.iloc[kept].reset_index(drop=True))
 
 
+@pytest.mark.parametrize("id_args", [[], ["--id-column", "key"]], ids=["row-numbers", "index-ids"])
+def test_a_parquet_files_own_index_is_kept(tmp_path: Path, id_args: list[str]) -> None:
+    pytest.importorskip("pyarrow")
+    frame = table(n=48).set_axis(pd.Index([f"r{i}" for i in range(48)], name="key"))
+    frame.to_parquet(tmp_path / "t.parquet")  # the index is stored, read back as the index
+    res = tdshap("clean", "t.parquet", "--target", "y", "--out", "out", "--cut", "paper",
+                 *id_args, *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    cleaned = pd.read_parquet(tmp_path / "out" / "cleaned.parquet")
+    values = pd.read_csv(tmp_path / "out" / "values.csv", index_col=0)
+    removed = values.index[values["removed"]]
+    if id_args:  # --id-column may name it: the values are keyed by the file's own ids
+        assert values.index.name == "key" and set(values.index) <= set(frame.index)
+    else:  # the row numbers in the file
+        removed = frame.index[removed]
+    assert len(removed) > 0  # the paper's cut removes some rows here: the test can fail
+    # the ids were dropped from cleaned.parquet (written with index=False)
+    pd.testing.assert_frame_equal(cleaned, frame.drop(index=removed))
+
+
 def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
     blocker = tmp_path / "blocked" / "pyarrow"
     blocker.mkdir(parents=True)

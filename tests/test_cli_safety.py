@@ -166,6 +166,30 @@ def test_a_manifest_cannot_claim_the_users_files(work: Path,
                   words=("mine.txt", "--force"))
 
 
+@pytest.mark.parametrize("content", ["[]", '"files"', "null", "3"])
+def test_a_manifest_that_is_not_an_object_is_no_manifest(work: Path, content: str) -> None:
+    (work / "out").mkdir()
+    (work / "out" / ".tdshap-manifest.json").write_text(content)
+    (work / "out" / "mine.txt").write_text("the user's own")
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "out", *FAST,
+                  words=("holds files tdshap did not write", "no tdshap manifest"))
+
+
+@pytest.mark.parametrize(("option", "words"), [
+    (["--jobs", "0"], ("--jobs 0",)),
+    (["--seed", "-1"], ("--seed",)),
+    (["--out", "victim"], ("holds files tdshap did not write", "--force")),
+    (["--out", "wine.csv"], ("is a file",)),
+    (["--out", "/proc/demo"], ("system folder",)),
+], ids=["no-jobs", "negative-seed", "users-folder", "a-file", "proc"])
+def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
+                                                  words: tuple[str, ...]) -> None:
+    # it wrote into any --out (the user's files of its names replaced) and ended bad options
+    # with joblib's or numpy's traceback
+    check_refused(work, "demo", "--trials", "1", "--jobs", "1", "--no-progress", *option,
+                  words=words)
+
+
 def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
     res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
                  cwd=work)
@@ -301,6 +325,23 @@ def test_full_disk_while_publishing_leaves_the_previous_set(
     assert {k: v for k, v in after.items() if k != "out/run.tdshap"} == \
         {k: v for k, v in before.items() if k != "out/run.tdshap"}
     assert not [p for p in work.rglob("*") if "tdshap-new" in p.name or ".tmp-" in p.name]
+
+
+def test_a_writer_that_fails_leaves_no_staging_folder(tmp_path: Path) -> None:
+    from tdshap.app.outdir import OutputFolder
+
+    folder = OutputFolder(tmp_path / "out", known=("values.csv",))
+    folder.check([], ["values.csv"])
+    folder.claim()
+
+    def write(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("half a set")
+        raise ValueError("the plot failed")  # not an OSError: it was left beside --out
+
+    with pytest.raises(ValueError, match="the plot failed"):
+        folder.publish(write, {})
+    folder.release()
+    assert list(tmp_path.iterdir()) == []  # neither --out (nothing published) nor a staging
 
 
 def test_full_disk_while_checkpointing_is_one_line(work: Path, full_disk: Path) -> None:

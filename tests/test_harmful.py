@@ -270,14 +270,31 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
      r"column 'tags' of the training data holds a list in row \d+ .*one number or text"),
     (_X, pd.Series([[0], [1]] * 30), {}, r"holds a label of type list \(\[0\]\)"),
     (_X, np.array([b"a", b"b"] * 30, dtype=object), {}, r"label of type bytes"),
+    (_X, _Y, {"metric": lambda y_true, y_pred: float("nan")}, r"scores the validation rows "
+     r"nan .* must give a finite number"),
+    (_X, _X[:, 0] * 1e300, {}, r"target column 'y' has values too large to square \(up to"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
         "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
-        "one-row-per-class", "list-cells", "list-labels", "bytes-labels"])
+        "one-row-per-class", "list-cells", "list-labels", "bytes-labels", "nan-metric",
+        "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:
     with pytest.raises(ValueError, match=message):
         tdshap.find_harmful(X, y, **kwargs)
+
+
+@pytest.mark.parametrize("flag", ["impute", "cleanse", "progress"])
+def test_a_switch_that_is_not_true_or_false_is_refused(flag: str) -> None:
+    with pytest.raises(TypeError, match=f"{flag}='no' must be True or False"):
+        tdshap.find_harmful(_X, _Y, **{flag: "no"})  # "no" is truthy: it would switch it on
+
+
+def test_a_whole_float_seed_is_the_same_seed() -> None:
+    # a float reached scikit-learn's train_test_split, which refuses it from deep inside
+    rows = tdshap.find_harmful(_X, _Y, random_state=3.0, cleanse=False)
+    pd.testing.assert_frame_equal(rows.table,
+                                  tdshap.find_harmful(_X, _Y, random_state=3, cleanse=False).table)
 
 
 def test_rows_as_mappings_are_a_table() -> None:

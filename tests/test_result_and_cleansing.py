@@ -163,3 +163,7 @@ def test_demo_command_runs_and_writes_outputs(tmp_path):
     assert lines[2].strip().startswith("seed 0:") and lines[3].strip().startswith("seed 1:")
     for name in ("values_seed0.csv", "curve_seed1.png", "result_seed0.json", "summary.csv"):
         assert (tmp_path / name).exists()
+    # the set is the demo's own (tdshap.app.outdir): listed, so a rerun may replace it
+    listed = json.loads((tmp_path / ".tdshap-manifest.json").read_text())["files"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".tdshap-manifest.json") \
+        == sorted(listed)

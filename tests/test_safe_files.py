@@ -34,6 +34,10 @@ def _result() -> ValuationResult:
     lambda d: d.update(variances=[[1], [2], [3]]),
     lambda d: d.update(extra={"eligibility_interval": "bernstein"}),
     lambda d: d.update(extra={"eligibility_interval": ["pooled"]}),
+    # cells numpy would read as something else: text, true/false, fractional counts
+    lambda d: d.update(values=["0.1", -0.2, 0.3]), lambda d: d.update(values=[True, 0, 1]),
+    lambda d: d.update(counts=[2, 2.7, 1]), lambda d: d.update(variances=[0.1, "x", 0.2]),
+    lambda d: d.update(order=[0, 1.5, 2]), lambda d: d.update(harmful=[0, 1, 0]),
 ])
 def test_an_edited_result_file_is_a_result_file_error(tmp_path: Path, edit) -> None:
     path = _result().save(tmp_path / "r.json")
@@ -42,6 +46,14 @@ def test_an_edited_result_file_is_a_result_file_error(tmp_path: Path, edit) -> N
     path.write_text(json.dumps(data))
     with pytest.raises(ResultFileError, match=r"r\.json"):
         ValuationResult.load(path)
+
+
+def test_saving_into_a_missing_folder_names_the_file_asked_for(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "r.json"
+    with pytest.raises(FileNotFoundError) as err:
+        _result().save(target)
+    assert err.value.filename == str(target)  # not the hidden ".r.json.tmp-<pid>"
+    assert not (tmp_path / "missing").exists()
 
 
 @pytest.mark.parametrize("content", [b"", b"{", b"[1, 2]", b"null"])

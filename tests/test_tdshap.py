@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from tdshap import TDShap, Utility
+from tdshap import LeaveOneOut, TDShap, ThresholdingOOB, TMCShapley, Utility, cleanse
+from tdshap.methods import DataOOB, KNNShapley
 from tdshap.utility.base import Chain
 
 
@@ -169,6 +171,52 @@ def test_bad_input_names_the_problem(kwargs, data, message):
     with pytest.raises(ValueError, match=message):
         TDShap(_tree(), "accuracy" if "metric" not in kwargs else kwargs.pop("metric"),
                **{k: v for k, v in params.items() if k != "metric"}).fit(*data)
+
+
+class _NotAnEstimator:
+    """Has fit and predict, but scikit-learn cannot tag or clone it."""
+
+    def fit(self, X, y):
+        return self
+
+    def predict(self, X):
+        return np.zeros(len(X))
+
+
+@pytest.mark.parametrize("make", [
+    lambda est, rs: TDShap(est, "accuracy", n_min=2, k=2, max_iter=1, random_state=rs),
+    lambda est, rs: TMCShapley(est, "accuracy", max_permutations=1, random_state=rs),
+    lambda est, rs: LeaveOneOut(est, "accuracy", random_state=rs),
+    lambda est, rs: DataOOB(est, n_estimators=2, random_state=rs),
+    lambda est, rs: ThresholdingOOB(est, max_iter=1, random_state=rs),
+], ids=["tdshap", "tmc", "loo", "data_oob", "tdoob"])
+@pytest.mark.parametrize(("estimator", "random_state", "message"), [
+    (_NotAnEstimator(), 0, "_NotAnEstimator is not a scikit-learn estimator"),
+    (DecisionTreeClassifier, 0, r"got the class DecisionTreeClassifier: pass "
+     r"DecisionTreeClassifier\(\)"),
+    (_tree(), "seven", "random_state='seven' must be None, a whole number"),
+    (_tree(), 1.0, "random_state=1.0 must be None, a whole number"),
+], ids=["not-sklearn", "a-class", "text-seed", "float-seed"])
+def test_every_method_refuses_what_sklearn_or_numpy_would_refuse_deep_inside(
+        make, estimator, random_state, message):
+    # they ended in sklearn's AttributeError about __sklearn_tags__ or numpy's SeedSequence
+    with pytest.raises(ValueError, match=message):
+        make(estimator, random_state).fit(X_OK, Y_OK, X_OK, Y_OK)
+
+
+def test_cleanse_refuses_a_non_estimator_and_takes_a_whole_float_seed():
+    values = np.linspace(-1, 1, 20)
+    with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):
+        cleanse(values, _NotAnEstimator(), X_OK, Y_OK, X_OK, Y_OK)
+    seeded = cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3.0)
+    np.testing.assert_array_equal(
+        seeded.removed, cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3).removed)
+
+
+def test_knn_shapley_refuses_rows_that_are_not_vectors():
+    X3 = np.zeros((20, 2, 2))  # scipy's cdist refused it: "XA must be a 2-dimensional array"
+    with pytest.raises(ValueError, match=r"2-D \(rows x features\), got shape \(20, 2, 2\)"):
+        KNNShapley(KNeighborsClassifier(3)).fit(X3, Y_OK, X3, Y_OK)
 
 
 def test_auto_thresholds_follow_the_spread_of_the_initial_marginals(breast_cancer_small):

@@ -37,9 +37,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:  # a full disk must not leave a truncated temporary file behind
+    except BaseException as err:  # a full disk must not leave a truncated temporary file
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(err, OSError) and err.filename == str(tmp):
+            # it names the hidden temporary file (".r.json.tmp-123"); the caller asked for path
+            raise type(err)(err.errno, err.strerror, str(path)) from None
         raise
 
 

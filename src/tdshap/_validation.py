@@ -90,6 +90,35 @@ def check_data(
     return Xa, ya, Xv, yv
 
 
+def check_estimator(estimator: Any) -> None:
+    """Refuse what scikit-learn cannot clone and tag, before it fails deep inside with an
+    ``AttributeError`` (``__sklearn_tags__``): None, a class, an object with ``fit`` only."""
+    from sklearn.base import is_classifier
+
+    if isinstance(estimator, type):
+        raise ValueError(f"estimator must be an instance, got the class {estimator.__name__}: "
+                         f"pass {estimator.__name__}() (with its parameters).")
+    if estimator is None or not hasattr(estimator, "fit"):
+        raise ValueError("estimator must be a scikit-learn style estimator with fit/predict, "
+                         f"got {estimator!r}.")
+    try:
+        is_classifier(estimator)
+    except (AttributeError, TypeError):
+        raise ValueError(f"estimator {type(estimator).__name__} is not a scikit-learn estimator "
+                         "(derive it from sklearn.base.BaseEstimator).") from None
+
+
+def check_random_state(random_state: Any) -> None:
+    """Refuse a ``random_state`` numpy's ``default_rng`` would refuse from deep inside."""
+    ok = random_state is None or isinstance(
+        random_state, np.random.Generator | np.random.BitGenerator | np.random.SeedSequence) or (
+        isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
+        and random_state >= 0)
+    if not ok:
+        raise ValueError(f"random_state={random_state!r} must be None, a whole number >= 0 "
+                         "(an int) or a numpy Generator.")
+
+
 def check_number(value: Any, name: str, *, low: float | None = None, integer: bool = False,
                  hint: str = "") -> None:
     """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low``."""

@@ -29,7 +29,13 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
 from tdshap._io import jsonable
-from tdshap._validation import as_features, as_target, check_data, check_number
+from tdshap._validation import (
+    as_features,
+    as_target,
+    check_data,
+    check_estimator,
+    check_number,
+)
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
     CROSS_FIT_N_SE,
@@ -200,9 +206,11 @@ def cleanse(
     if int(n_bootstrap) != n_bootstrap or n_bootstrap < 0:
         raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
                          "(0: no bootstrap, so the one_se rule removes nothing).")
+    check_estimator(estimator)
     if random_state is not None:
         check_number(random_state, "random_state", low=0, integer=True,
                      hint="It seeds the tie-breaking and the bootstrap (or None).")
+        random_state = int(random_state)  # numpy's default_rng refuses a whole float (1.0)
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.floating) or \
             not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha!r} must be a level between 0 and 1 (exclusive), "

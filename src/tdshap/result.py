@@ -35,6 +35,21 @@ FORMAT_VERSION = 1
 _ARRAYS = ("values", "counts", "variances", "harmful", "order", "index")
 
 
+#: What a saved array's cells must be, by the dtype it is read as.
+_CELL_KINDS: dict[Any, str] = {float: "numbers", np.int64: "whole numbers", bool: "true/false"}
+
+
+def _cell_fits(cell: Any, dtype: Any) -> bool:
+    """Whether one cell of a saved array is of its field's type (None: a NaN number)."""
+    if dtype is bool:
+        return isinstance(cell, bool)
+    if cell is None:
+        return dtype is float
+    if isinstance(cell, bool) or not isinstance(cell, int | float):
+        return False
+    return dtype is float or isinstance(cell, int) or cell.is_integer()
+
+
 class ResultFileError(ValueError):
     """A file that is not a readable :class:`ValuationResult` (damaged, edited or other)."""
 
@@ -240,6 +255,12 @@ class ValuationResult:
                 return None
             if not isinstance(v, list) or any(isinstance(x, list | dict) for x in v):
                 raise ResultFileError(f"field {name!r} is not a list of numbers.")
+            # numpy would turn "1.5" and true into numbers and cut 2.7 pulls to 2: an
+            # edited cell of the wrong type is refused, not read as something else
+            odd = [x for x in v if not _cell_fits(x, dtype)]
+            if odd:
+                raise ResultFileError(f"field {name!r} is not a list of "
+                                      f"{_CELL_KINDS[dtype]} (it holds {odd[0]!r:.40}).")
             try:
                 return np.array([np.nan if x is None else x for x in v], dtype=dtype)
             except (TypeError, ValueError, OverflowError):
@@ -275,9 +296,6 @@ class ValuationResult:
             raise ResultFileError("field 'counts' holds negative pull counts.")
         if (fields["variances"] < 0).any():
             raise ResultFileError("field 'variances' holds negative variances.")
-        if fields["harmful"] is not None and not all(
-                isinstance(x, bool) for x in data["harmful"]):
-            raise ResultFileError("field 'harmful' is not a list of true/false.")
         if fields["order"] is not None and not np.array_equal(np.sort(fields["order"]),
                                                               np.arange(n)):
             raise ResultFileError("field 'order' is not an order of the rows.")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from tdshap.app.cli_clean import clean, value
+from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
+from tdshap.app.outdir import OutputFolder
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,36 +17,60 @@ def main() -> None:
     """Find the training rows that hurt a model, fast (Thresholding Data Shapley)."""
 
 
-@main.command()
+@main.command(cls=OneLineCommand)
 @click.option("--trials", type=click.IntRange(min=1), default=5, show_default=True,
               help="Seeds (each its own split); the summary shows their mean ± std.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first trial.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the first trial.")
 @click.option("--jobs", type=int, default=-1, show_default=True,
               help="Trials run side by side (joblib; -1: one per core).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=click.Path(path_type=Path),
               default=Path("tdshap-out/demo"), show_default=True,
-              help="Folder for the values CSV, result JSON and curve PNG of every trial.")
+              help="Folder for the values CSV, result JSON and curve PNG of every trial: a new "
+              "one, or one holding only an earlier demo's outputs.")
+@click.option("--force", is_flag=True,
+              help="Write into an --out that holds other files too (outputs replace files of "
+              "the same names).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar (with --jobs 1 only).")
-def demo(trials: int, seed: int, jobs: int, out: Path, progress: bool) -> None:
+def demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: bool) -> None:
     """The paper's Breast Cancer setting: value, cleanse, report, over several seeds.
 
     One seed can lose accuracy by chance (a 269-row test set moves by 0.004 per
     row), so the first line is the mean over the seeds, then each seed.
     """
+    one_line_errors(lambda: _demo(trials, seed, jobs, out, force, progress))
+
+
+def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: bool) -> None:
     from joblib import Parallel, delayed
 
-    from tdshap.app.demo import DEMO_SETTINGS, mean_std, run_trial, summarize
+    from tdshap.app.demo import (
+        DEMO_OUTPUTS,
+        DEMO_SETTINGS,
+        mean_std,
+        run_trial,
+        summarize,
+        write_trial,
+    )
 
+    if jobs == 0:  # joblib's own error is a traceback
+        raise ValueError("--jobs 0 runs no trial: give 1, a number of workers, or -1 (one per "
+                         "core).")
+    seeds = range(seed, seed + trials)
+    # --out is checked before any work, and written as one set like clean's (outdir)
+    folder = OutputFolder(out, force=force, known_pattern=DEMO_OUTPUTS)
+    folder.check([], [f"{kind}_seed{s}.{ext}" for s in seeds for kind, ext in
+                      (("values", "csv"), ("result", "json"), ("curve", "png"))]
+                 + ["summary.csv"])
     click.echo(
         "TDShap on Breast Cancer (150/150/269), DecisionTreeClassifier(max_depth=5, "
         f"min_samples_leaf=2), accuracy, {DEMO_SETTINGS}; {trials} seed(s)"
     )
-    seeds = range(seed, seed + trials)
     if jobs == 1:
-        done = [run_trial(s, out, progress) for s in seeds]
+        done = [run_trial(s, progress) for s in seeds]
     else:
-        done = Parallel(n_jobs=jobs)(delayed(run_trial)(s, out, False) for s in seeds)
+        done = Parallel(n_jobs=jobs)(delayed(run_trial)(s, False) for s in seeds)
     table = summarize(done)
     gain = table.cleaned_acc - table.baseline_acc
     if trials > 1:
@@ -62,9 +87,18 @@ def demo(trials: int, seed: int, jobs: int, out: Path, progress: bool) -> None:
             f"(removed {c.n_remove}, harmful {trial.n_harmful}, {trial.n_fits} fits, "
             f"{trial.seconds:.1f} s)"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "summary.csv", index=False)
-    click.echo(f"outputs written to {out.resolve()}")
+
+    def write(tmp: Path) -> list[str]:
+        names = [name for trial in done for name in write_trial(trial, tmp)]
+        table.to_csv(tmp / "summary.csv", index=False)
+        return [*names, "summary.csv"]
+
+    folder.claim()
+    try:
+        folder.publish(write, {"command": "tdshap demo", "seeds": list(seeds)})
+    finally:
+        folder.release()
+    click.echo(f"outputs written to {folder.real}")
 
 
 main.add_command(clean)

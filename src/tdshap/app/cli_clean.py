@@ -214,6 +214,9 @@ CHECKPOINT_NAME = "run.tdshap"
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
+    if id_column is not None and id_column not in frame.columns and \
+            id_column in frame.index.names:  # the row ids a Parquet file stores as its index
+        frame = frame.reset_index(level=id_column)
     for col, label in ((target, "target"), (id_column, "id")):
         if col is not None and col not in frame.columns:
             shown = ", ".join(map(str, frame.columns[:10]))
@@ -397,25 +400,31 @@ def _warning_note(seen: Counter[str]) -> str:
     return f" (warnings on the way: {shown}{'; ...' if len(seen) > 3 else ''})"
 
 
+def one_line_errors(work: Callable[[], None]) -> None:
+    """Run a command's ``work``: any failure ends as one ``Error:`` line (exit status 2)
+    with the warnings met on the way folded in; after a success they are printed."""
+    with _collected_warnings() as seen:
+        try:
+            work()
+        except ValueError as err:
+            # the message already names the problem and the fix; no traceback
+            message = _flags(err)
+        except OSError as err:
+            where = f" {err.filename}" if err.filename else ""
+            message = f"cannot read or write{where}: {err.strerror or err}."
+        except Exception as err:  # never a traceback: say what happened, once
+            message = (f"unexpected {type(err).__name__}: {err} (please report this "
+                       "with the command that caused it).")
+        else:
+            for line, n in seen.most_common(5):
+                click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
+            return
+    raise InputError(" ".join((message + _warning_note(seen)).split())) from None
+
+
 def _command(do_cleanse: bool) -> Callable[..., None]:
     def body(**opts: Any) -> None:
-        with _collected_warnings() as seen:
-            try:
-                _execute(do_cleanse, opts)
-            except ValueError as err:
-                # the message already names the problem and the fix; no traceback
-                message = _flags(err)
-            except OSError as err:
-                where = f" {err.filename}" if err.filename else ""
-                message = f"cannot read or write{where}: {err.strerror or err}."
-            except Exception as err:  # never a traceback: say what happened, once
-                message = (f"unexpected {type(err).__name__}: {err} (please report this "
-                           "with the command that caused it).")
-            else:
-                for line, n in seen.most_common(5):
-                    click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
-                return
-        raise InputError(" ".join((message + _warning_note(seen)).split())) from None
+        one_line_errors(lambda: _execute(do_cleanse, opts))
 
     return body
 

@@ -17,6 +17,7 @@ from sklearn.tree import DecisionTreeClassifier
 from tdshap.app.splits import Split, split
 from tdshap.cleansing import CleansingResult, cleanse
 from tdshap.methods import TDShap
+from tdshap.result import ValuationResult
 
 DEMO_SETTINGS: dict[str, Any] = {"tau": -0.01, "eps": 0.01, "max_iter": 50, "k": 50, "n_min": 100}
 
@@ -36,14 +37,20 @@ class DemoTrial:
     n_harmful: int
     n_fits: int
     seconds: float
+    result: ValuationResult
+
+
+#: Every name a demo writes to its folder (one set per seed, and the summary).
+DEMO_OUTPUTS = r"(values_seed\d+\.csv|result_seed\d+\.json|curve_seed\d+\.png|summary\.csv)"
 
 
 def demo_estimator() -> DecisionTreeClassifier:
     return DecisionTreeClassifier(max_depth=5, min_samples_leaf=2)
 
 
-def run_trial(seed: int, out: Path | None, progress: bool) -> DemoTrial:
-    """One trial: split with ``seed``, value with TDShap, cleanse, write outputs."""
+def run_trial(seed: int, progress: bool) -> DemoTrial:
+    """One trial: split with ``seed``, value with TDShap, cleanse (:func:`write_trial`
+    writes its outputs)."""
     data = breast_cancer(seed)
     model = TDShap(demo_estimator(), "accuracy", random_state=seed, progress=progress,
                    **DEMO_SETTINGS)
@@ -51,16 +58,21 @@ def run_trial(seed: int, out: Path | None, progress: bool) -> DemoTrial:
     result = model.result_
     cleaned = cleanse(result, demo_estimator(), *data.train, *data.val, *data.test,
                       metric="accuracy", random_state=seed)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        frame = result.to_dataframe()
-        frame["removed"] = False
-        frame.loc[cleaned.removed, "removed"] = True
-        frame.to_csv(out / f"values_seed{seed}.csv", index_label="row")
-        result.save(out / f"result_seed{seed}.json")
-        cleaned.plot(out / f"curve_seed{seed}.png", title=f"Breast Cancer, seed {seed}")
     return DemoTrial(seed, cleaned, int(result.is_harmful.sum()), result.n_fits,
-                     result.wall_seconds)
+                     result.wall_seconds, result)
+
+
+def write_trial(trial: DemoTrial, folder: Path) -> list[str]:
+    """Write one trial's values CSV, result JSON and curve PNG to ``folder``; their names."""
+    seed, result, cleaned = trial.seed, trial.result, trial.cleansing
+    frame = result.to_dataframe()
+    frame["removed"] = False
+    frame.loc[cleaned.removed, "removed"] = True
+    names = [f"values_seed{seed}.csv", f"result_seed{seed}.json", f"curve_seed{seed}.png"]
+    frame.to_csv(folder / names[0], index_label="row")
+    result.save(folder / names[1])
+    cleaned.plot(folder / names[2], title=f"Breast Cancer, seed {seed}")
+    return names
 
 
 def summarize(trials: list[DemoTrial]) -> pd.DataFrame:

@@ -118,6 +118,22 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
                   "errors for every model.", UserWarning, stacklevel=3)
 
 
+def _checked_seed(seed: Any) -> int:
+    """``random_state`` as the ``int`` numpy and scikit-learn take: a whole float such as
+    1.0 passes the check, but scikit-learn's own validation refuses it deep inside."""
+    check_number(seed, "random_state", low=0, integer=True)
+    if seed > 2**32 - 1:
+        raise ValueError(f"random_state={seed} must be below 2**32.")
+    return int(seed)
+
+
+def _check_flags(**flags: Any) -> None:
+    """Refuse a switch that is not True/False: ``impute="no"`` would be truthy and impute."""
+    for name, value in flags.items():
+        if not isinstance(value, bool | np.bool_):
+            raise TypeError(f"{name}={value!r} must be True or False.")
+
+
 def _model_task(estimator: Any) -> str | None:
     """The task a scikit-learn classifier or regressor serves; None for anything else (a
     registry name, whose entry has a model per task)."""
@@ -152,9 +168,7 @@ def prepare(
     """
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
-    check_number(seed, "random_state", low=0, integer=True)
-    if seed > 2**32 - 1:
-        raise ValueError(f"random_state={seed} must be below 2**32.")
+    seed = _checked_seed(seed)
     fraction = first_fraction(y)
     if task is None and model_task == "classification" and fraction is not None:
         raise ValueError(f"target column {y.name!r} has fractional values (e.g. {fraction!r}) "
@@ -371,6 +385,8 @@ def find_harmful(
         ``.table``: a DataFrame indexed like ``X``'s training rows; ``.run``:
         the run; ``.report()`` prints the summary.
     """
+    _check_flags(impute=impute, cleanse=cleanse, progress=progress)
+    random_state = _checked_seed(random_state)
     Xf = _as_frame(X, "X")
     yf = _as_series(y, "y", Xf.index)
     _check_pairs(X_val, y_val, X_test, y_test)

@@ -33,6 +33,7 @@ import ctypes.util
 import errno
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -63,7 +64,9 @@ def read_manifest(folder: Path) -> list[str] | None:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data, dict):  # valid JSON of another shape (a list, a string)
+        return None
+    files = data.get("files")
     if data.get("format") != MANIFEST_FORMAT or not isinstance(files, list) or not all(
         isinstance(f, str) and f and os.sep not in f and f not in (".", "..") for f in files
     ):
@@ -129,6 +132,7 @@ class OutputFolder:
     force: bool = False
     keep: tuple[str, ...] = ()  # files a run keeps in --out as it goes (its checkpoint)
     known: tuple[str, ...] = ()  # every name a run of this tool may write there
+    known_pattern: str | None = None  # or a regular expression of them (names with a seed)
     real: Path = field(init=False)
     exists: bool = field(init=False, default=False)
     old_files: list[str] = field(init=False, default_factory=list)
@@ -183,7 +187,7 @@ class OutputFolder:
         """What ``--out`` holds besides an earlier run's outputs (refused without ``force``)."""
         listed = read_manifest(self.real)
         # only names this tool writes count as its own, whatever an edited manifest lists
-        self.old_files = [n for n in listed or [] if n in self.known]
+        self.old_files = [n for n in listed or [] if self._known(n)]
         ours = set(self.old_files) | {MANIFEST, LOCK}
         foreign = sorted(n for n in os.listdir(self.real)
                          if n not in ours and not n.startswith(STAGING) and not self._partial(n))
@@ -202,7 +206,12 @@ class OutputFolder:
         """A temporary file an atomic write of this tool left when its process was killed."""
         stem, sep, pid = name.rpartition(".tmp-")
         return bool(sep) and pid.isdigit() and stem[:1] == "." and (
-            stem[1:] in self.known or stem[1:] == MANIFEST)
+            self._known(stem[1:]) or stem[1:] == MANIFEST)
+
+    def _known(self, name: str) -> bool:
+        """A name that a run of this tool writes (only those may an old manifest claim)."""
+        return name in self.known or (
+            self.known_pattern is not None and re.fullmatch(self.known_pattern, name) is not None)
 
     # -- the run ----------------------------------------------------------------
     def claim(self) -> None:
@@ -316,6 +325,9 @@ class OutputFolder:
                 f"cannot write the outputs to {self.out}: {err.strerror or err}; the previous "
                 "contents of the folder are unchanged."
             ) from None
+        except BaseException:  # a writer's own failure (a plot, Ctrl-C): no staging left over
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
         self.locked = False if not self.in_place else self.locked
         return written
 

@@ -124,11 +124,15 @@ def _check_metric(metric: Any, data: PreparedData) -> None:
                              "metric", "task")
     classes = np.unique(data.y_train) if data.task == "classification" else None
     try:  # the constant prediction every failed fit falls back to must be scorable too
-        spec.score(fallback_model(data.y_train, classes), data.X_val, data.y_val)
+        score = spec.score(fallback_model(data.y_train, classes), data.X_val, data.y_val)
     except Exception as err:
         raise ParameterError(f"`metric` {spec.name!r} cannot score the validation rows of this "
                              f"{data.task} task ({describe_error(err)}): choose another "
                              "metric.", "metric") from None
+    if not np.isfinite(score):  # every mean, gain and cut built on it would be nan
+        raise ParameterError(f"`metric` {spec.name!r} scores the validation rows {score} (for "
+                             "the constant prediction a failed fit falls back to): it must "
+                             "give a finite number; choose another metric.", "metric")
 
 
 @dataclass

@@ -163,7 +163,8 @@ def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: P
     """
     keep = np.sort(np.asarray(keep, dtype=np.int64))
     if is_parquet(source):
-        frame.iloc[keep].to_parquet(dest, index=False)
+        # a non-default index (row ids) is one that DataFrame.to_parquet stored: keep it
+        frame.iloc[keep].to_parquet(dest, index=not isinstance(frame.index, pd.RangeIndex))
         return
     with open(source, encoding="utf-8", newline="") as fh:
         lines = fh.read().splitlines(keepends=True)
@@ -244,7 +245,14 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2) -> np.ndarray:
                 f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
                 "regression: use `task` classification or a numeric target.", "task"
             )
-        return y.to_numpy(dtype=float)
+        values = y.to_numpy(dtype=float)
+        # the largest error of a prediction is twice the largest |y|; the sum of its square
+        # over the rows (neg_mse, the k-NN values) must not overflow, or the values are nan
+        largest = float(np.abs(values).max(initial=0.0))
+        if largest > np.sqrt(np.finfo(float).max / max(len(values), 1)) / 2:
+            raise ValueError(f"target column {name!r} has values too large to square (up to "
+                             f"{largest:.3g}): rescale it, e.g. to other units or a logarithm.")
+        return values
     kinds = {isinstance(v, str) for v in y.to_numpy()} if y.dtype == object else set()
     if len(kinds) > 1:
         raise ValueError(f"target column {name!r} mixes text and numbers as labels: give every "

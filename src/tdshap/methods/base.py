@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from tdshap._validation import check_data
+from tdshap._validation import check_data, check_estimator, check_random_state
 from tdshap.result import ValuationResult
 from tdshap.utility.base import SEED_MODES, Chain, Utility
 from tdshap.utility.fast import make_utility
@@ -45,11 +45,8 @@ class BaseValuation(BaseEstimator):
     _executor: Executor | None = None
 
     def _check_common(self) -> None:
-        if self.estimator is None or not hasattr(self.estimator, "fit"):
-            raise ValueError(
-                "estimator must be a scikit-learn style estimator with fit/predict, "
-                f"got {self.estimator!r}."
-            )
+        check_estimator(self.estimator)
+        check_random_state(self.random_state)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
         if self.seed_mode not in SEED_MODES:

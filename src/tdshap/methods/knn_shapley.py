@@ -293,6 +293,10 @@ class KNNShapley(DirectValuation):
                 head = Pipeline(self.estimator.steps[:-1]).fit(Xa, ya)
                 Xa, Xv = np.asarray(head.transform(Xa), float), np.asarray(head.transform(Xv),
                                                                            float)
+        if Xa.ndim != 2:  # scipy's distances would refuse it from deep inside
+            raise ValueError(f"KNNShapley measures distances between rows of features: X must "
+                             f"be 2-D (rows x features), got shape {Xa.shape}; flatten it "
+                             "(X.reshape(len(X), -1)), or in a Pipeline step before the k-NN.")
         k = self._resolve_k()
         task = self._resolve_task(ya, self.estimator)
         self._check_fixed_metric(task, _METRICS)

@@ -201,6 +201,7 @@ class ThresholdingOOB(BaseValuation):
         """
         if X_val is None:  # the checks of the common interface want a validation set
             X_val, y_val = X, y
+        self._check_common()  # row_metric asks scikit-learn what the estimator is
         self.metric_ = self.row_metric()
         utility, rng = self._prepare(X, y, X_val, y_val)
         start = time.perf_counter()
