@@ -10,6 +10,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from tdshap import ValuationResult, cleanse
 from tdshap.cut import (
+    CV_LEAD_N_SE_PROXY,
     CV_N_SE,
     CV_N_SE_KNN,
     CrossValidatedRules,
@@ -292,6 +293,9 @@ def test_cleanse_checks_values_made_on_the_validation_rows_by_their_folds():
     assert e is not None and e.cross_validated is not None and e.cross_validated.prefers_paper
     assert taken.n_remove == taken.n_best and "the paper's rule" in e.reason
     assert e.cross_validated.own_curves and "ranked by values made without it" in e.reason
+    # the proxy's model needs any lead over the one-SE rule's cut, its gain beyond CV_N_SE
+    assert e.cross_validated.lead_n_se == CV_LEAD_N_SE_PROXY < CV_N_SE
+    assert f"{CV_LEAD_N_SE_PROXY:g} for the lead" in e.reason
     assert cleanse(values, tree, *data, step=2, rule="one_se").evidence == e  # seeded
     # without each fold's values the folds cannot rank the rows: no check, a smaller cut
     older = dataclasses.replace(values, extra={
@@ -325,6 +329,7 @@ def test_a_knns_own_cut_is_checked_at_a_stricter_level():
         check = own.evidence.cross_validated
         assert own.n_remove < own.n_best and check is not None and check.own_curves
         assert check.n_se == CV_N_SE_KNN and f"needed {CV_N_SE_KNN:g}" in own.evidence.reason
+        assert check.lead_n_se is None and check.lead_needed == CV_N_SE_KNN
         # the stricter level decides: a lead and a gain between the two levels is declined
         between = dataclasses.replace(check, gain_paper=0.02, se_paper=0.01,
                                       gain_one_se=0.0, se_lead=0.01)  # both at 2 SE
@@ -365,3 +370,14 @@ def test_a_knn_that_gains_from_a_larger_cut_takes_it():
     assert e.cross_validated is not None and e.cross_validated.prefers_paper
     assert e.eligible is not None and c.n_remove == e.n_best > e.eligible.n
     assert c.cleaned_test > c.baseline_test
+
+
+def test_the_lead_may_need_fewer_standard_errors_than_the_gain():
+    check = CrossValidatedRules((0,) * 5, (40,) * 5, gain_one_se=0.01, gain_paper=0.03,
+                                se_paper=0.01, se_lead=0.02, n_se=CV_N_SE)
+    assert check.lead_needed == CV_N_SE and not check.prefers_paper  # a lead of 1 SE
+    any_lead = dataclasses.replace(check, lead_n_se=0.0)
+    assert any_lead.prefers_paper and "0 for the lead" in any_lead.describe()
+    # the gain is still tested, and a lead must be a lead
+    assert not dataclasses.replace(any_lead, se_paper=0.02).prefers_paper
+    assert not dataclasses.replace(any_lead, gain_one_se=0.03).prefers_paper

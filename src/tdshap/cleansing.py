@@ -39,6 +39,7 @@ from tdshap._validation import (
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
     CROSS_FIT_N_SE,
+    CV_LEAD_N_SE_PROXY,
     CV_N_SE,
     CV_N_SE_KNN,
     DEFAULT_ALPHA,
@@ -395,7 +396,8 @@ def cleanse(
                                               stratify=True, n_se=n_se,
                                               n_eligible=n_eligible, folds=cross.folds,
                                               fold_curves=curves,
-                                              level=check_level(estimator))
+                                              level=check_level(estimator),
+                                              lead_level=lead_level(estimator))
         evidence = suited(evidence, check)
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     n_remove = evidence.n_chosen
@@ -420,13 +422,26 @@ def cleanse(
     )
 
 
-def check_level(estimator: Any) -> float:
-    """The standard errors the paper's larger cut must win by, fold by fold, for
-    ``estimator`` when its values saw the validation rows: :data:`tdshap.cut.CV_N_SE_KNN`
-    for a k-NN classifier (or a pipeline ending in one), whose exact values ranked the
-    rows; :data:`tdshap.cut.CV_N_SE` for a model they stand in for."""
+def _knn_classifier(estimator: Any) -> bool:
+    """A k-NN classifier, or a pipeline ending in one: it changes by the rows removed and
+    nothing else."""
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    return CV_N_SE_KNN if isinstance(model, KNeighborsClassifier) else CV_N_SE
+    return isinstance(model, KNeighborsClassifier)
+
+
+def check_level(estimator: Any) -> float:
+    """The standard errors the paper's larger cut must gain by, fold by fold, for
+    ``estimator`` when its values saw the validation rows: :data:`tdshap.cut.CV_N_SE_KNN`
+    for a k-NN classifier, whose exact values ranked the rows; :data:`tdshap.cut.CV_N_SE`
+    for a model they stand in for."""
+    return CV_N_SE_KNN if _knn_classifier(estimator) else CV_N_SE
+
+
+def lead_level(estimator: Any) -> float | None:
+    """The standard errors the paper's cut must lead the one-SE rule's by, fold by fold:
+    :data:`tdshap.cut.CV_LEAD_N_SE_PROXY` for a model the values stand in for; None (as
+    for the gain, :func:`check_level`) for the k-NN they describe exactly."""
+    return None if _knn_classifier(estimator) else CV_LEAD_N_SE_PROXY
 
 
 def _rows_key(rows: np.ndarray) -> bytes:
