@@ -39,11 +39,11 @@ the closed form) on at most :data:`KNN_SHAPLEY_MAX_ROWS` rows, ``"auto"`` is the
 model (``method="knn_shapley_proxy"``, open to any classifier); the cut refits the
 model itself along that ranking. With a depth-5 tree (9 seeds, eight sets) it ranked
 best (mean AUROC 0.967; Data-OOB 0.963, thresholding Data-OOB 0.960) and its cut
-gained the most of all at 9 seeds (+0.0384 since session 13's check of the paper's
-cut, +0.0314 before; Data-OOB +0.0338, thresholding Data-OOB +0.0293; at 20 seeds
-+0.0303 against Data-OOB's +0.0315); with logistic regression it
-ranked best (0.967; Data-OOB 0.928) and gained +0.0244 (+0.0236 before; thresholding
-Data-OOB +0.0183, exact k-NN Shapley +0.0253), in a tenth of the time
+gained the most of all (+0.0396 at 9 seeds with session 14's check of the paper's
+cut, +0.0314 before session 13's; Data-OOB +0.0338, thresholding Data-OOB +0.0293; at
+20 seeds +0.0329 against Data-OOB's +0.0315); with logistic regression it
+ranked best (0.967; Data-OOB 0.928) and gained +0.0239 (+0.0236 before session 13;
+thresholding Data-OOB +0.0183, exact k-NN Shapley +0.0253), in a tenth of the time
 (docs/benchmarks.md); in session 10, before either cut was checked for the paper's
 larger cut: with a random forest (50 trees, 9 seeds) it ranked as well
 (0.967 vs 0.969) and gained more (+0.0071 vs +0.0032), 44 times faster; with an MLP (3
