@@ -123,8 +123,8 @@ CV_N_SE_KNN = CROSS_FIT_N_SE
 #: rows by its own values for a model they stand in for (a tree, a linear model): any
 #: lead, its gain still beyond CV_N_SE. Both rules' cuts there come from curves the fold
 #: had no part in, and the one-SE rule's is the paper's curve stopped early, so the two
-#: gains move together; at 1.645 the tree left most of the paper's cut's gain on the sets
-#: added after it was tuned (docs/benchmarks.md, "The k-NN's own cut checked fold by fold")
+#: gains move together; at 1.645 the tree left half of the paper's cut's gain on the sets
+#: added after it was tuned (docs/benchmarks.md, "The paper's cut needs any lead")
 CV_LEAD_N_SE_PROXY = 0.0
 #: bootstrap resamples of each fold's other rows when the one-SE rule chooses its cut there
 CV_N_BOOTSTRAP = 200
