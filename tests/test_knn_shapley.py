@@ -329,3 +329,24 @@ def test_one_block_of_training_queries_equals_many_blocks_with_ties(task):
     # (the blocks' sums are added in another order: equal to rounding)
     np.testing.assert_allclose(whole.values, parts.values, rtol=0, atol=1e-15)
     np.testing.assert_allclose(whole.variances, parts.variances, rtol=1e-12, atol=1e-18)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_many_features_take_the_matrix_product_with_the_same_ties(task, monkeypatch):
+    # from _PRODUCT_MIN_FEATURES on, |a|² + |b|² - 2 a·b replaces the feature-by-feature
+    # sums; whole-number features keep every tie exact, so the stable order is the same
+    from tdshap.methods import knn_shapley
+
+    rng = np.random.default_rng(4)
+    X, Xv = rng.integers(0, 3, size=(70, 24)).astype(float), rng.integers(0, 3, size=(30, 24))
+    X[10:20] = X[:10]  # duplicated rows: equal distances to every query
+    y = rng.integers(0, 2, 70) if task == "classification" else rng.normal(size=70)
+    yv = rng.integers(0, 2, 30) if task == "classification" else rng.normal(size=30)
+
+    def values(min_features: int) -> np.ndarray:
+        monkeypatch.setattr(knn_shapley, "_PRODUCT_MIN_FEATURES", min_features)
+        return KNNShapley(n_neighbors=3, task=task, queries="both", random_state=0).fit(
+            X, y, Xv, yv).result_.values
+
+    assert knn_shapley._PRODUCT_MIN_FEATURES <= X.shape[1]
+    np.testing.assert_array_equal(values(knn_shapley._PRODUCT_MIN_FEATURES), values(10**6))
