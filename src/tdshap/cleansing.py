@@ -57,6 +57,7 @@ from tdshap.cut import (
     eligible_rows,
     eligible_test,
     suited,
+    suited_regressor,
 )
 from tdshap.result import ValuationResult
 from tdshap.utility.base import describe_error, fallback_model, random_state_params
@@ -184,7 +185,10 @@ def cleanse(
     saw them and carry each fold's values made without it (``extra["cross_fit"]``)
     are checked so too, each fold ranking the rows by its own values and refitting
     its own curve (up to 5 times the grid's fits more; for the k-NN they value, at a
-    stricter level: :func:`check_level`). Metrics scored from
+    stricter level: :func:`check_level`). A regressor's values that never saw the
+    validation rows may take the cut of the best validation squared error, where
+    cross-validation on the squared error prefers it
+    (:func:`tdshap.cut.suited_regressor`). Metrics scored from
     predictions resample the grid models' predictions (cheap); scorers that
     need the model (``neg_log_loss``) score it on at most 100 resamples. For a result with a
     threshold and intervals (TDShap's), ``"one_se"`` ranks the rows whose
@@ -366,8 +370,9 @@ def cleanse(
             and idx is not None and stacked is not None:
         # does this classifier gain more from the paper's larger cut? asked of validation
         # rows that had no part in choosing it, nor in valuing the rows (a stream of its
-        # own: the bootstrap's unchanged). Not for regressors: a cut of true but extreme
-        # targets moves them towards the median, which the MAE rewards on clean data too
+        # own: the bootstrap's unchanged). Regressors below, on the squared error: a cut
+        # of true but extreme targets moves them towards the median, which the MAE
+        # rewards on clean data too
         cv_rng = np.random.default_rng([seed, 2])
         check = None
         if free:
@@ -399,6 +404,11 @@ def cleanse(
                                               level=check_level(estimator),
                                               lead_level=lead_level(estimator))
         evidence = suited(evidence, check)
+    elif rule == "one_se" and classes is None and free and idx is not None and \
+            stacked is not None:
+        # a regressor's cut of the best squared error, where cross-validation on it agrees
+        evidence = suited_regressor(evidence, grid, val_scores, boot, stacked, yv, idx,
+                                    np.random.default_rng([seed, 2]))
     best = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     n_remove = evidence.n_chosen
     return CleansingResult(
