@@ -297,6 +297,36 @@ def test_a_whole_float_seed_is_the_same_seed() -> None:
                                   tdshap.find_harmful(_X, _Y, random_state=3, cleanse=False).table)
 
 
+_FRAME = pd.DataFrame(_X, columns=["a", "b", "c"], index=[f"r{i}" for i in range(60)])
+_SERIES = pd.Series(_Y, index=_FRAME.index, name="y")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"y": _SERIES.sample(frac=1, random_state=0)},
+     r"X and y have the same row labels in a different order .* y = y.loc\[X.index\], or "
+     r"pass y.to_numpy\(\)"),
+    ({"y": _SERIES.reset_index(drop=True)},
+     r"X and y have different row labels \(60 of X's are not in y's, e.g. 'r0'"),
+    ({"X_val": _FRAME, "y_val": _SERIES[::-1]}, r"X_val and y_val have the same row labels in "
+     r"a different order .* y_val = y_val.loc\[X_val.index\]"),
+], ids=["shuffled-y", "other-labels", "reversed-y_val"])
+def test_a_pandas_y_with_other_row_labels_than_X_is_refused(kwargs: dict[str, Any],
+                                                             message: str) -> None:
+    # the rows were paired by position: a shuffled y gave every row another row's target
+    given = {"X": _FRAME, "y": _SERIES, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(given.pop("X"), given.pop("y"), **given)
+
+
+def test_a_pandas_y_aligned_by_label_or_given_by_position_is_used() -> None:
+    shuffled = _SERIES.sample(frac=1, random_state=0)
+    expected = tdshap.find_harmful(_FRAME, _SERIES, cleanse=False).table
+    pd.testing.assert_frame_equal(
+        tdshap.find_harmful(_FRAME, shuffled.loc[_FRAME.index], cleanse=False).table, expected)
+    pd.testing.assert_frame_equal(
+        tdshap.find_harmful(_FRAME, _SERIES.to_numpy(), cleanse=False).table, expected)
+
+
 def test_rows_as_mappings_are_a_table() -> None:
     records = [{"a": float(v), "colour": "red" if v > 0 else "blue"} for v in _X[:, 0]]
     rows = tdshap.find_harmful(records, _Y, cleanse=False)

@@ -213,6 +213,34 @@ def test_cleanse_refuses_a_non_estimator_and_takes_a_whole_float_seed():
         seeded.removed, cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3).removed)
 
 
+_FRAME_OK = pd.DataFrame(np.arange(40.0).reshape(20, 2), columns=["a", "b"],
+                         index=range(100, 120))
+_SHUFFLED = pd.Series(Y_OK, index=_FRAME_OK.index).sample(frac=1, random_state=0)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        _FRAME_OK, _SHUFFLED, X_OK, Y_OK),
+    lambda: DataOOB(_tree(), n_estimators=2).fit(_FRAME_OK, _SHUFFLED),
+    lambda: KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, _SHUFFLED, X_OK, Y_OK),
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        X_OK, Y_OK, _FRAME_OK, _SHUFFLED),
+    lambda: cleanse(np.zeros(20), _tree(), X_OK, Y_OK, X_OK, Y_OK, _FRAME_OK, _SHUFFLED),
+], ids=["tdshap", "data_oob", "knn_shapley", "validation-pair", "cleanse-test-pair"])
+def test_a_pandas_y_in_another_row_order_than_X_is_refused(fit):
+    # y was paired with X by position: every row took another row's label, silently
+    with pytest.raises(ValueError, match=r"have the same row labels in a different order .*"
+                                         r"\.loc\[X(_val|_test)?\.index\]"):
+        fit()
+
+
+def test_a_pandas_y_with_the_same_row_labels_as_X_is_used():
+    y = pd.Series(Y_OK, index=_FRAME_OK.index)
+    values = KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, y, X_OK, Y_OK).result_.values
+    np.testing.assert_array_equal(
+        values, KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, Y_OK, X_OK, Y_OK).result_.values)
+
+
 def test_knn_shapley_refuses_rows_that_are_not_vectors():
     X3 = np.zeros((20, 2, 2))  # scipy's cdist refused it: "XA must be a 2-dimensional array"
     with pytest.raises(ValueError, match=r"2-D \(rows x features\), got shape \(20, 2, 2\)"):

@@ -68,16 +68,41 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     return arr
 
 
+def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
+    """Refuse a pandas ``X`` and ``y`` whose row labels differ: the rows are paired by
+    position, so a shuffled or filtered ``y`` would silently take other rows' targets."""
+    if not isinstance(X, pd.DataFrame) or not isinstance(y, pd.Series | pd.DataFrame):
+        return
+    if X.index.equals(y.index):
+        return
+    fix = (f"align them by label with {y_name} = {y_name}.loc[{x_name}.index], or pass "
+           f"{y_name}.to_numpy() to pair the rows by position")
+    missing = X.index.difference(y.index)
+    if len(X.index) == len(y.index) and not len(missing):
+        raise ValueError(f"{x_name} and {y_name} have the same row labels in a different "
+                         f"order (rows are paired by position): {fix}.")
+    shown = ", ".join(repr(v) for v in missing[:3].tolist()) if len(missing) else "none"
+    raise ValueError(f"{x_name} and {y_name} have different row labels ({len(missing)} of "
+                     f"{x_name}'s are not in {y_name}'s, e.g. {shown}; rows are paired by "
+                     f"position): {fix}.")
+
+
+def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features and targets of one set of rows, checked to be the same rows."""
+    Xa = as_features(X, x_name)
+    ya = as_target(y, y_name, len(Xa), x_name)
+    check_same_index(X, y, x_name, y_name)
+    return Xa, ya
+
+
 def check_data(
     X: Any, y: Any, X_val: Any, y_val: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate a training and a validation set; return numpy arrays."""
-    Xa = as_features(X, "X")
-    ya = as_target(y, "y", len(Xa), "X")
+    Xa, ya = as_pair(X, y, "X", "y")
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
-    Xv = as_features(X_val, "X_val")
-    yv = as_target(y_val, "y_val", len(Xv), "X_val")
+    Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
     if len(Xv) == 0:
         raise ValueError(
             "X_val is empty: the validation set needs at least one row to score models on."

@@ -30,8 +30,7 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._io import jsonable
 from tdshap._validation import (
-    as_features,
-    as_target,
+    as_pair,
     check_data,
     check_estimator,
     check_number,
@@ -221,10 +220,9 @@ def cleanse(
         raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None
     if has_test:
-        Xt = as_features(X_test, "X_test")
+        Xt, yt = as_pair(X_test, y_test, "X_test", "y_test")
         if Xt.shape[1:] != Xa.shape[1:]:
             raise ValueError("X_test must have the same features as X.")
-        yt = as_target(y_test, "y_test", len(Xt), "X_test")
     order, method = _ranking(values, random_state)
     if len(order) != len(ya):
         raise ValueError(
