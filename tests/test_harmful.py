@@ -327,6 +327,29 @@ def test_a_pandas_y_aligned_by_label_or_given_by_position_is_used() -> None:
         tdshap.find_harmful(_FRAME, _SERIES.to_numpy(), cleanse=False).table, expected)
 
 
+_MASKED_X = np.ma.masked_array(_X, mask=np.eye(60, 3, dtype=bool))  # 3 entries, 3 rows
+
+
+@pytest.mark.parametrize(("X", "y", "message"), [
+    (_MASKED_X, _Y, r"X is a masked array with 3 masked entries, whose hidden values would "
+     r"be used: fill them with X.filled\(np.nan\) and pass impute=True"),
+    (_X, np.ma.masked_array(_Y, mask=np.arange(60) == 7), r"y is a masked array with 1 "
+     r"masked entry, .*drop those rows \(a target is never imputed\)"),
+], ids=["masked-X", "masked-y"])
+def test_a_masked_array_with_masked_entries_is_refused(X: Any, y: Any, message: str) -> None:
+    # np.asarray drops the mask: the values under it were used as if they were data
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(X, y)
+
+
+def test_a_masked_array_filled_with_nan_is_imputed_and_one_without_masked_entries_used() -> None:
+    rows = tdshap.find_harmful(_MASKED_X.filled(np.nan), _Y, impute=True, cleanse=False)
+    assert rows.run.data.encoder.imputed_  # the masked entries became missing values
+    unmasked = np.ma.masked_array(_X, mask=False)
+    pd.testing.assert_frame_equal(tdshap.find_harmful(unmasked, _Y, cleanse=False).table,
+                                  tdshap.find_harmful(_X, _Y, cleanse=False).table)
+
+
 def test_rows_as_mappings_are_a_table() -> None:
     records = [{"a": float(v), "colour": "red" if v > 0 else "blue"} for v in _X[:, 0]]
     rows = tdshap.find_harmful(records, _Y, cleanse=False)

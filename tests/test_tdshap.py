@@ -241,6 +241,33 @@ def test_a_pandas_y_with_the_same_row_labels_as_X_is_used():
         values, KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, Y_OK, X_OK, Y_OK).result_.values)
 
 
+_MASKED = np.ma.masked_array(X_OK, mask=np.eye(20, 2, dtype=bool))
+
+
+@pytest.mark.parametrize(("fit", "message"), [
+    (lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        _MASKED, Y_OK, X_OK, Y_OK), r"X is a masked array with 2 masked entries, whose hidden "
+     r"values would be used: fill them with X.filled\(np.nan\) and impute them"),
+    (lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        X_OK, Y_OK, X_OK, np.ma.masked_array(Y_OK, mask=Y_OK == 1)),
+     r"y_val is a masked array with 10 masked entries, .*drop those rows"),
+    (lambda: KNNShapley(KNeighborsClassifier(3)).fit(_MASKED, Y_OK, X_OK, Y_OK),
+     r"X is a masked array with 2 masked entries"),
+    (lambda: cleanse(np.zeros(20), _tree(), X_OK, Y_OK, X_OK, Y_OK, _MASKED, Y_OK),
+     r"X_test is a masked array with 2 masked entries"),
+], ids=["tdshap-X", "tdshap-y_val", "knn_shapley-X", "cleanse-X_test"])
+def test_a_masked_array_with_masked_entries_is_refused_not_unmasked(fit, message):
+    with pytest.raises(ValueError, match=message):
+        fit()
+
+
+def test_a_masked_array_without_masked_entries_is_its_data():
+    unmasked = np.ma.masked_array(X_OK + np.arange(20)[:, None], mask=False)
+    values = KNNShapley(KNeighborsClassifier(3)).fit(unmasked, Y_OK, X_OK, Y_OK).result_.values
+    np.testing.assert_array_equal(values, KNNShapley(KNeighborsClassifier(3)).fit(
+        unmasked.data, Y_OK, X_OK, Y_OK).result_.values)
+
+
 def test_knn_shapley_refuses_rows_that_are_not_vectors():
     X3 = np.zeros((20, 2, 2))  # scipy's cdist refused it: "XA must be a 2-dimensional array"
     with pytest.raises(ValueError, match=r"2-D \(rows x features\), got shape \(20, 2, 2\)"):

@@ -9,8 +9,26 @@ import pandas as pd
 import scipy.sparse as sp
 
 
+def check_unmasked(a: Any, name: str, *, impute: str | None) -> None:
+    """Refuse a masked array with masked entries: ``np.asarray`` drops the mask, so the
+    values under it would be used as data. ``impute``: how the caller fills missing
+    features (None for targets, which are never filled)."""
+    if not isinstance(a, np.ma.MaskedArray):
+        return
+    n = int(np.ma.count_masked(a))
+    if not n:  # nothing hidden: its data is what the user means
+        return
+    fix = (f"drop those rows (a target is never imputed), e.g. keep = "
+           f"~np.ma.getmaskarray({name})" if impute is None else
+           f"fill them with {name}.filled(np.nan) and {impute}, or drop those rows")
+    raise ValueError(f"{name} is a masked array with {n:,} masked "
+                     f"entr{'y' if n == 1 else 'ies'}, whose hidden values would be used: "
+                     f"{fix}.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
+    check_unmasked(X, name, impute="impute them (e.g. sklearn.impute.SimpleImputer)")
     if sp.issparse(X):  # np.asarray makes it a 0-d object array: "non-numeric" would mislead
         raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                          "valued as dense arrays).")
@@ -52,6 +70,7 @@ def as_features(X: Any, name: str) -> np.ndarray:
 
 def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     """``y`` as a 1-D array with ``n_rows`` entries and no NaN."""
+    check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series | pd.DataFrame) else y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()

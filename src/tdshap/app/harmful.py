@@ -24,7 +24,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import check_number, check_same_index
+from tdshap._validation import check_number, check_same_index, check_unmasked
 from tdshap.app.plan import run
 from tdshap.app.report import text_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
@@ -58,6 +58,8 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
         except ValueError as err:  # e.g. columns of different lengths
             raise ValueError(f"{name} cannot be read as a table: {err}.") from None
     else:
+        check_unmasked(X, name, impute="pass impute=True (the median or most frequent value "
+                       "of the training rows)")
         if sp.issparse(X):
             raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                              "valued as dense arrays).")
@@ -81,6 +83,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
 
 
 def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
+    check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series) else y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
