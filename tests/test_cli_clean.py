@@ -341,6 +341,30 @@ def test_clean_writes_every_output(tmp_path: Path) -> None:
     assert f"`{tau:.6g}`" in report  # the tau actually used
 
 
+def test_the_demo_then_clean_both_with_their_default_folders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the demo's default folder sat inside clean's: clean then refused its own default --out
+    from click.testing import CliRunner
+
+    from tdshap.app.cli import main
+    from tdshap.app.demo import DEMO_SETTINGS
+
+    monkeypatch.setitem(DEMO_SETTINGS, "max_iter", 1)  # the folders are the point, not values
+    monkeypatch.chdir(tmp_path)
+    write(table(), tmp_path / "train.csv")
+    runner = CliRunner()
+    demo = runner.invoke(main, ["demo", "--trials", "1", "--jobs", "1", "--no-progress"])
+    assert demo.exit_code == 0, demo.output
+    clean = runner.invoke(main, ["clean", "train.csv", "--target", "y", *FAST])
+    assert clean.exit_code == 0, clean.output
+    demo_files = {p.name for p in (tmp_path / "tdshap-demo").iterdir()}
+    assert "summary.csv" in demo_files and "values_seed0.csv" in demo_files
+    assert (tmp_path / "tdshap-out" / "cleaned.csv").is_file()
+    # each run's folder holds its own outputs only
+    assert not (tmp_path / "tdshap-out" / "demo").exists()
+    assert "cleaned.csv" not in demo_files
+
+
 def test_value_holds_out_no_test_rows(tmp_path: Path) -> None:
     write(table(), tmp_path / "train.csv")
     res = tdshap("value", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
