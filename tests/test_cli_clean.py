@@ -196,6 +196,24 @@ def test_nan_names_column_and_offers_impute(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "column 'b'", "2 missing", "--impute")
 
 
+def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
+        tmp_path: Path) -> None:
+    frame = table().astype({"b": object})
+    frame.loc[4, "b"], frame.loc[9, "b"], frame.loc[12, "b"] = "0.3x", "NA", None
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    # 'NA' and the empty cell are missing values, not typos; b was one-hot encoded
+    assert_input_error(res, tmp_path / "out", "column 'b'", "except in 1 cell: '0.3x' (row 4)",
+                       "--impute")
+    frame.loc[4, "b"] = None  # blanked: a missing value like the others
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--impute", "--out", "out", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "`colour`: one-hot, 3 levels" in (tmp_path / "out" / "report.md").read_text()
+    assert "`b`: one-hot" not in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_train_val_column_mismatch(tmp_path: Path, train: Path) -> None:
     write(table(seed=1).rename(columns={"b": "bee"}), tmp_path / "val.csv")
     res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--out", "out",

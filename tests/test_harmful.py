@@ -189,6 +189,45 @@ def test_encoder_impute_uses_training_rows() -> None:
     assert held_out[0, 0] == out[1, 0] and list(held_out[0, 1:]) == [1.0, 0.0]
 
 
+def _heights(n: int = 40) -> list[str]:
+    """A numeric column as a file's reader sees it once one cell is not a number: text."""
+    return [f"{v:.1f}" for v in np.random.default_rng(0).normal(170, 8, n)]
+
+
+def test_a_numeric_column_with_a_few_typos_is_refused_naming_the_cells() -> None:
+    cells = _heights()
+    cells[3], cells[17] = "n/a-ish typo", "?"
+    train = pd.DataFrame({"height": cells, "colour": ["red", "blue"] * 20})
+    # it was one-hot encoded as 40 text levels, silently
+    with pytest.raises(ValueError, match=r"column 'height' of the training data holds numbers "
+                       r"except in 2 cells: 'n/a-ish typo' \(row 3\), '\?' "
+                       r"\(row 17\)\. Correct those cells, or blank them .* `impute` fills"):
+        TableEncoder().fit(train)
+
+
+def test_text_id_and_declared_category_columns_are_still_one_hot() -> None:
+    cells = _heights()
+    cells[3] = "?"
+    train = pd.DataFrame({"colour": ["red", "blue"] * 20,
+                          "id": [f"A-{i:03d}" for i in range(40)],
+                          "code": ["1", "2", "x", "y"] * 10,  # half numbers: codes, as text
+                          "height": pd.Categorical(cells)})  # declared as levels
+    enc = TableEncoder().fit(train)
+    assert enc.categorical_ == ["colour", "id", "code", "height"] and enc.numeric_ == []
+
+
+def test_a_typo_in_a_held_out_row_is_refused_too() -> None:
+    # the training rows' cells are all numbers then: only the whole column shows the typo
+    y = np.array([0, 1] * 40)
+    _, val, _, _ = holdout_split(y, (0.25, 0.25), True, seed=0)
+    cells = _heights(80)
+    cells[val[0]] = "5..1"
+    X = pd.DataFrame({"height": cells, "colour": ["red", "blue"] * 40})
+    with pytest.raises(ValueError, match=rf"column 'height' of the training data holds numbers "
+                       rf"except in 1 cell: '5\.\.1' \(row {val[0]}\)"):
+        tdshap.find_harmful(X, y)
+
+
 def test_holdout_split_is_stratified_and_disjoint() -> None:
     y = np.array([0] * 60 + [1] * 20)
     train, val, test, strat = holdout_split(y, (0.25, 0.25), True, seed=0)
