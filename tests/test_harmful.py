@@ -329,9 +329,13 @@ def test_a_switch_that_is_not_true_or_false_is_refused(flag: str) -> None:
         tdshap.find_harmful(_X, _Y, **{flag: "no"})  # "no" is truthy: it would switch it on
 
 
-def test_a_whole_float_seed_is_the_same_seed() -> None:
-    # a float reached scikit-learn's train_test_split, which refuses it from deep inside
-    rows = tdshap.find_harmful(_X, _Y, random_state=3.0, cleanse=False)
+def test_a_float_seed_is_refused_as_everywhere_and_a_numpy_int_taken() -> None:
+    # one seed policy (tdshap._validation.check_random_state): an int, as numpy and
+    # scikit-learn take it; find_harmful alone used to turn 3.0 into 3
+    with pytest.raises(ValueError, match=r"random_state=3.0 must be a whole number >= 0 below "
+                       r"2\*\*32 \(an int\); pass 3: numpy and scikit-learn take a seed as an int"):
+        tdshap.find_harmful(_X, _Y, random_state=3.0, cleanse=False)
+    rows = tdshap.find_harmful(_X, _Y, random_state=np.int64(3), cleanse=False)
     pd.testing.assert_frame_equal(rows.table,
                                   tdshap.find_harmful(_X, _Y, random_state=3, cleanse=False).table)
 

@@ -9,8 +9,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from tdshap import LeaveOneOut, TDShap, ThresholdingOOB, TMCShapley, Utility, cleanse
-from tdshap.methods import DataOOB, KNNShapley
+from tdshap import (
+    LeaveOneOut,
+    SequentialRemoval,
+    TDShap,
+    ThresholdingOOB,
+    TMCShapley,
+    Utility,
+    cleanse,
+    find_harmful,
+)
+from tdshap.methods import DataOOB, KNNOutOfBag, KNNShapley
 from tdshap.utility.base import Chain
 
 
@@ -204,13 +213,29 @@ def test_every_method_refuses_what_sklearn_or_numpy_would_refuse_deep_inside(
         make(estimator, random_state).fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
-def test_cleanse_refuses_a_non_estimator_and_takes_a_whole_float_seed():
+def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):
         cleanse(values, _NotAnEstimator(), X_OK, Y_OK, X_OK, Y_OK)
-    seeded = cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3.0)
-    np.testing.assert_array_equal(
-        seeded.removed, cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3).removed)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda rs: find_harmful(X_OK + np.arange(20)[:, None], Y_OK, random_state=rs),
+    lambda rs: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK,
+                       random_state=rs),
+    lambda rs: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1, random_state=rs).fit(
+        X_OK, Y_OK, X_OK, Y_OK),
+    lambda rs: KNNShapley(KNeighborsClassifier(3), random_state=rs).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda rs: KNNOutOfBag(random_state=rs).fit(X_OK, Y_OK),
+    lambda rs: SequentialRemoval(TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1), step=5,
+                                 random_state=rs).fit(X_OK, Y_OK, X_OK, Y_OK),
+], ids=["find_harmful", "cleanse", "tdshap", "knn_shapley", "knn_oob", "sequential"])
+def test_every_entry_point_refuses_a_float_seed_the_same_way(fit):
+    # one policy (check_random_state): find_harmful and cleanse took 1.0 as 1, the classes
+    # refused it, and KNNShapley and SequentialRemoval failed inside numpy's SeedSequence
+    with pytest.raises(ValueError, match=r"random_state=1.0 must be .*\(an int\).*; pass 1: "
+                                         r"numpy and scikit-learn take a seed as an int"):
+        fit(1.0)
 
 
 _FRAME_OK = pd.DataFrame(np.arange(40.0).reshape(20, 2), columns=["a", "b"],

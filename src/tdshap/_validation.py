@@ -152,15 +152,34 @@ def check_estimator(estimator: Any) -> None:
                          "(derive it from sklearn.base.BaseEstimator).") from None
 
 
-def check_random_state(random_state: Any) -> None:
-    """Refuse a ``random_state`` numpy's ``default_rng`` would refuse from deep inside."""
-    ok = random_state is None or isinstance(
-        random_state, np.random.Generator | np.random.BitGenerator | np.random.SeedSequence) or (
-        isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
-        and random_state >= 0)
-    if not ok:
-        raise ValueError(f"random_state={random_state!r} must be None, a whole number >= 0 "
-                         "(an int) or a numpy Generator.")
+#: scikit-learn seeds numpy's legacy RandomState, which takes seeds below 2**32 only
+MAX_SEED = 2**32 - 1
+
+
+def check_random_state(random_state: Any, *, generator: bool = True,
+                       optional: bool = True) -> None:
+    """The library's one seed policy: a seed is an int >= 0, as numpy and scikit-learn
+    take it. A float, even a whole one such as 1.0, is refused by name here rather than
+    converted: numpy and scikit-learn refuse it from deep inside, and a converted copy
+    would disagree with the ``random_state`` an estimator reports (``get_params``).
+
+    ``generator``: a numpy Generator is taken too (the caller draws from it); without it
+    the seed itself reaches scikit-learn, which needs it below 2**32. ``optional``: None
+    (fresh entropy) is taken.
+    """
+    is_int = isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
+    if is_int and random_state >= 0 and (generator or random_state <= MAX_SEED):
+        return
+    if (random_state is None and optional) or (generator and isinstance(
+            random_state, np.random.Generator | np.random.BitGenerator | np.random.SeedSequence)):
+        return
+    kinds = ("None, a whole number >= 0 (an int) or a numpy Generator" if generator else
+             "a whole number >= 0 below 2**32 (an int)" + (" or None" if optional else ""))
+    whole_float = isinstance(random_state, float | np.floating) and float(
+        random_state).is_integer()
+    hint = (f"; pass {int(random_state)}: numpy and scikit-learn take a seed as an int, "
+            "not a float" if whole_float else "")
+    raise ValueError(f"random_state={random_state!r} must be {kinds}{hint}.")
 
 
 def check_number(value: Any, name: str, *, low: float | None = None, integer: bool = False,

@@ -33,7 +33,7 @@ from tdshap._validation import (
     as_pair,
     check_data,
     check_estimator,
-    check_number,
+    check_random_state,
 )
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
@@ -207,10 +207,9 @@ def cleanse(
         raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
                          "(0: no bootstrap, so the one_se rule removes nothing).")
     check_estimator(estimator)
-    if random_state is not None:
-        check_number(random_state, "random_state", low=0, integer=True,
-                     hint="It seeds the tie-breaking and the bootstrap (or None).")
-        random_state = int(random_state)  # numpy's default_rng refuses a whole float (1.0)
+    # it seeds the grid models too: scikit-learn's seeds, not a Generator
+    check_random_state(random_state, generator=False)
+    random_state = None if random_state is None else int(random_state)
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.floating) or \
             not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha!r} must be a level between 0 and 1 (exclusive), "

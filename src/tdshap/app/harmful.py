@@ -24,7 +24,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import check_number, check_same_index, check_unmasked
+from tdshap._validation import check_random_state, check_same_index, check_unmasked
 from tdshap.app.plan import run
 from tdshap.app.report import text_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
@@ -130,11 +130,9 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
 
 
 def _checked_seed(seed: Any) -> int:
-    """``random_state`` as the ``int`` numpy and scikit-learn take: a whole float such as
-    1.0 passes the check, but scikit-learn's own validation refuses it deep inside."""
-    check_number(seed, "random_state", low=0, integer=True)
-    if seed > 2**32 - 1:
-        raise ValueError(f"random_state={seed} must be below 2**32.")
+    """``random_state`` checked (it reaches scikit-learn's splits: no None, no Generator)
+    and as a Python ``int`` (a numpy integer is not one for JSON)."""
+    check_random_state(seed, generator=False, optional=False)
     return int(seed)
 
 
