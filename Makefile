@@ -34,4 +34,4 @@ test: install-dev lint
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) tdshap-out .pytest_cache .ruff_cache
+	rm -rf $(VENV) tdshap-out tdshap-demo .pytest_cache .ruff_cache

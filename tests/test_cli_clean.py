@@ -196,6 +196,24 @@ def test_nan_names_column_and_offers_impute(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "column 'b'", "2 missing", "--impute")
 
 
+def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
+        tmp_path: Path) -> None:
+    frame = table().astype({"b": object})
+    frame.loc[4, "b"], frame.loc[9, "b"], frame.loc[12, "b"] = "0.3x", "NA", None
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    # 'NA' and the empty cell are missing values, not typos; b was one-hot encoded
+    assert_input_error(res, tmp_path / "out", "column 'b'", "except in 1 cell: '0.3x' (row 4)",
+                       "--impute")
+    frame.loc[4, "b"] = None  # blanked: a missing value like the others
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--impute", "--out", "out", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "`colour`: one-hot, 3 levels" in (tmp_path / "out" / "report.md").read_text()
+    assert "`b`: one-hot" not in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_train_val_column_mismatch(tmp_path: Path, train: Path) -> None:
     write(table(seed=1).rename(columns={"b": "bee"}), tmp_path / "val.csv")
     res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--out", "out",
@@ -339,6 +357,30 @@ def test_clean_writes_every_output(tmp_path: Path) -> None:
                     "## Fits and time", "## Guarantee", "imputed: {'b':"):
         assert section in report
     assert f"`{tau:.6g}`" in report  # the tau actually used
+
+
+def test_the_demo_then_clean_both_with_their_default_folders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the demo's default folder sat inside clean's: clean then refused its own default --out
+    from click.testing import CliRunner
+
+    from tdshap.app.cli import main
+    from tdshap.app.demo import DEMO_SETTINGS
+
+    monkeypatch.setitem(DEMO_SETTINGS, "max_iter", 1)  # the folders are the point, not values
+    monkeypatch.chdir(tmp_path)
+    write(table(), tmp_path / "train.csv")
+    runner = CliRunner()
+    demo = runner.invoke(main, ["demo", "--trials", "1", "--jobs", "1", "--no-progress"])
+    assert demo.exit_code == 0, demo.output
+    clean = runner.invoke(main, ["clean", "train.csv", "--target", "y", *FAST])
+    assert clean.exit_code == 0, clean.output
+    demo_files = {p.name for p in (tmp_path / "tdshap-demo").iterdir()}
+    assert "summary.csv" in demo_files and "values_seed0.csv" in demo_files
+    assert (tmp_path / "tdshap-out" / "cleaned.csv").is_file()
+    # each run's folder holds its own outputs only
+    assert not (tmp_path / "tdshap-out" / "demo").exists()
+    assert "cleaned.csv" not in demo_files
 
 
 def test_value_holds_out_no_test_rows(tmp_path: Path) -> None:

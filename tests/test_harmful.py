@@ -189,6 +189,45 @@ def test_encoder_impute_uses_training_rows() -> None:
     assert held_out[0, 0] == out[1, 0] and list(held_out[0, 1:]) == [1.0, 0.0]
 
 
+def _heights(n: int = 40) -> list[str]:
+    """A numeric column as a file's reader sees it once one cell is not a number: text."""
+    return [f"{v:.1f}" for v in np.random.default_rng(0).normal(170, 8, n)]
+
+
+def test_a_numeric_column_with_a_few_typos_is_refused_naming_the_cells() -> None:
+    cells = _heights()
+    cells[3], cells[17] = "n/a-ish typo", "?"
+    train = pd.DataFrame({"height": cells, "colour": ["red", "blue"] * 20})
+    # it was one-hot encoded as 40 text levels, silently
+    with pytest.raises(ValueError, match=r"column 'height' of the training data holds numbers "
+                       r"except in 2 cells: 'n/a-ish typo' \(row 3\), '\?' "
+                       r"\(row 17\)\. Correct those cells, or blank them .* `impute` fills"):
+        TableEncoder().fit(train)
+
+
+def test_text_id_and_declared_category_columns_are_still_one_hot() -> None:
+    cells = _heights()
+    cells[3] = "?"
+    train = pd.DataFrame({"colour": ["red", "blue"] * 20,
+                          "id": [f"A-{i:03d}" for i in range(40)],
+                          "code": ["1", "2", "x", "y"] * 10,  # half numbers: codes, as text
+                          "height": pd.Categorical(cells)})  # declared as levels
+    enc = TableEncoder().fit(train)
+    assert enc.categorical_ == ["colour", "id", "code", "height"] and enc.numeric_ == []
+
+
+def test_a_typo_in_a_held_out_row_is_refused_too() -> None:
+    # the training rows' cells are all numbers then: only the whole column shows the typo
+    y = np.array([0, 1] * 40)
+    _, val, _, _ = holdout_split(y, (0.25, 0.25), True, seed=0)
+    cells = _heights(80)
+    cells[val[0]] = "5..1"
+    X = pd.DataFrame({"height": cells, "colour": ["red", "blue"] * 40})
+    with pytest.raises(ValueError, match=rf"column 'height' of the training data holds numbers "
+                       rf"except in 1 cell: '5\.\.1' \(row {val[0]}\)"):
+        tdshap.find_harmful(X, y)
+
+
 def test_holdout_split_is_stratified_and_disjoint() -> None:
     y = np.array([0] * 60 + [1] * 20)
     train, val, test, strat = holdout_split(y, (0.25, 0.25), True, seed=0)
@@ -290,11 +329,68 @@ def test_a_switch_that_is_not_true_or_false_is_refused(flag: str) -> None:
         tdshap.find_harmful(_X, _Y, **{flag: "no"})  # "no" is truthy: it would switch it on
 
 
-def test_a_whole_float_seed_is_the_same_seed() -> None:
-    # a float reached scikit-learn's train_test_split, which refuses it from deep inside
-    rows = tdshap.find_harmful(_X, _Y, random_state=3.0, cleanse=False)
+def test_a_float_seed_is_refused_as_everywhere_and_a_numpy_int_taken() -> None:
+    # one seed policy (tdshap._validation.check_random_state): an int, as numpy and
+    # scikit-learn take it; find_harmful alone used to turn 3.0 into 3
+    with pytest.raises(ValueError, match=r"random_state=3.0 must be a whole number >= 0 below "
+                       r"2\*\*32 \(an int\); pass 3: numpy and scikit-learn take a seed as an int"):
+        tdshap.find_harmful(_X, _Y, random_state=3.0, cleanse=False)
+    rows = tdshap.find_harmful(_X, _Y, random_state=np.int64(3), cleanse=False)
     pd.testing.assert_frame_equal(rows.table,
                                   tdshap.find_harmful(_X, _Y, random_state=3, cleanse=False).table)
+
+
+_FRAME = pd.DataFrame(_X, columns=["a", "b", "c"], index=[f"r{i}" for i in range(60)])
+_SERIES = pd.Series(_Y, index=_FRAME.index, name="y")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"y": _SERIES.sample(frac=1, random_state=0)},
+     r"X and y have the same row labels in a different order .* y = y.loc\[X.index\], or "
+     r"pass y.to_numpy\(\)"),
+    ({"y": _SERIES.reset_index(drop=True)},
+     r"X and y have different row labels \(60 of X's are not in y's, e.g. 'r0'"),
+    ({"X_val": _FRAME, "y_val": _SERIES[::-1]}, r"X_val and y_val have the same row labels in "
+     r"a different order .* y_val = y_val.loc\[X_val.index\]"),
+], ids=["shuffled-y", "other-labels", "reversed-y_val"])
+def test_a_pandas_y_with_other_row_labels_than_X_is_refused(kwargs: dict[str, Any],
+                                                             message: str) -> None:
+    # the rows were paired by position: a shuffled y gave every row another row's target
+    given = {"X": _FRAME, "y": _SERIES, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(given.pop("X"), given.pop("y"), **given)
+
+
+def test_a_pandas_y_aligned_by_label_or_given_by_position_is_used() -> None:
+    shuffled = _SERIES.sample(frac=1, random_state=0)
+    expected = tdshap.find_harmful(_FRAME, _SERIES, cleanse=False).table
+    pd.testing.assert_frame_equal(
+        tdshap.find_harmful(_FRAME, shuffled.loc[_FRAME.index], cleanse=False).table, expected)
+    pd.testing.assert_frame_equal(
+        tdshap.find_harmful(_FRAME, _SERIES.to_numpy(), cleanse=False).table, expected)
+
+
+_MASKED_X = np.ma.masked_array(_X, mask=np.eye(60, 3, dtype=bool))  # 3 entries, 3 rows
+
+
+@pytest.mark.parametrize(("X", "y", "message"), [
+    (_MASKED_X, _Y, r"X is a masked array with 3 masked entries, whose hidden values would "
+     r"be used: fill them with X.filled\(np.nan\) and pass impute=True"),
+    (_X, np.ma.masked_array(_Y, mask=np.arange(60) == 7), r"y is a masked array with 1 "
+     r"masked entry, .*drop those rows \(a target is never imputed\)"),
+], ids=["masked-X", "masked-y"])
+def test_a_masked_array_with_masked_entries_is_refused(X: Any, y: Any, message: str) -> None:
+    # np.asarray drops the mask: the values under it were used as if they were data
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(X, y)
+
+
+def test_a_masked_array_filled_with_nan_is_imputed_and_one_without_masked_entries_used() -> None:
+    rows = tdshap.find_harmful(_MASKED_X.filled(np.nan), _Y, impute=True, cleanse=False)
+    assert rows.run.data.encoder.imputed_  # the masked entries became missing values
+    unmasked = np.ma.masked_array(_X, mask=False)
+    pd.testing.assert_frame_equal(tdshap.find_harmful(unmasked, _Y, cleanse=False).table,
+                                  tdshap.find_harmful(_X, _Y, cleanse=False).table)
 
 
 def test_rows_as_mappings_are_a_table() -> None:

@@ -9,8 +9,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from tdshap import LeaveOneOut, TDShap, ThresholdingOOB, TMCShapley, Utility, cleanse
-from tdshap.methods import DataOOB, KNNShapley
+from tdshap import (
+    LeaveOneOut,
+    SequentialRemoval,
+    TDShap,
+    ThresholdingOOB,
+    TMCShapley,
+    Utility,
+    cleanse,
+    find_harmful,
+)
+from tdshap.methods import DataOOB, KNNOutOfBag, KNNShapley
 from tdshap.utility.base import Chain
 
 
@@ -204,13 +213,84 @@ def test_every_method_refuses_what_sklearn_or_numpy_would_refuse_deep_inside(
         make(estimator, random_state).fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
-def test_cleanse_refuses_a_non_estimator_and_takes_a_whole_float_seed():
+def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):
         cleanse(values, _NotAnEstimator(), X_OK, Y_OK, X_OK, Y_OK)
-    seeded = cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3.0)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda rs: find_harmful(X_OK + np.arange(20)[:, None], Y_OK, random_state=rs),
+    lambda rs: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK,
+                       random_state=rs),
+    lambda rs: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1, random_state=rs).fit(
+        X_OK, Y_OK, X_OK, Y_OK),
+    lambda rs: KNNShapley(KNeighborsClassifier(3), random_state=rs).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda rs: KNNOutOfBag(random_state=rs).fit(X_OK, Y_OK),
+    lambda rs: SequentialRemoval(TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1), step=5,
+                                 random_state=rs).fit(X_OK, Y_OK, X_OK, Y_OK),
+], ids=["find_harmful", "cleanse", "tdshap", "knn_shapley", "knn_oob", "sequential"])
+def test_every_entry_point_refuses_a_float_seed_the_same_way(fit):
+    # one policy (check_random_state): find_harmful and cleanse took 1.0 as 1, the classes
+    # refused it, and KNNShapley and SequentialRemoval failed inside numpy's SeedSequence
+    with pytest.raises(ValueError, match=r"random_state=1.0 must be .*\(an int\).*; pass 1: "
+                                         r"numpy and scikit-learn take a seed as an int"):
+        fit(1.0)
+
+
+_FRAME_OK = pd.DataFrame(np.arange(40.0).reshape(20, 2), columns=["a", "b"],
+                         index=range(100, 120))
+_SHUFFLED = pd.Series(Y_OK, index=_FRAME_OK.index).sample(frac=1, random_state=0)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        _FRAME_OK, _SHUFFLED, X_OK, Y_OK),
+    lambda: DataOOB(_tree(), n_estimators=2).fit(_FRAME_OK, _SHUFFLED),
+    lambda: KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, _SHUFFLED, X_OK, Y_OK),
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        X_OK, Y_OK, _FRAME_OK, _SHUFFLED),
+    lambda: cleanse(np.zeros(20), _tree(), X_OK, Y_OK, X_OK, Y_OK, _FRAME_OK, _SHUFFLED),
+], ids=["tdshap", "data_oob", "knn_shapley", "validation-pair", "cleanse-test-pair"])
+def test_a_pandas_y_in_another_row_order_than_X_is_refused(fit):
+    # y was paired with X by position: every row took another row's label, silently
+    with pytest.raises(ValueError, match=r"have the same row labels in a different order .*"
+                                         r"\.loc\[X(_val|_test)?\.index\]"):
+        fit()
+
+
+def test_a_pandas_y_with_the_same_row_labels_as_X_is_used():
+    y = pd.Series(Y_OK, index=_FRAME_OK.index)
+    values = KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, y, X_OK, Y_OK).result_.values
     np.testing.assert_array_equal(
-        seeded.removed, cleanse(values, _tree(), X_OK, Y_OK, X_OK, Y_OK, random_state=3).removed)
+        values, KNNShapley(KNeighborsClassifier(3)).fit(_FRAME_OK, Y_OK, X_OK, Y_OK).result_.values)
+
+
+_MASKED = np.ma.masked_array(X_OK, mask=np.eye(20, 2, dtype=bool))
+
+
+@pytest.mark.parametrize(("fit", "message"), [
+    (lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        _MASKED, Y_OK, X_OK, Y_OK), r"X is a masked array with 2 masked entries, whose hidden "
+     r"values would be used: fill them with X.filled\(np.nan\) and impute them"),
+    (lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(
+        X_OK, Y_OK, X_OK, np.ma.masked_array(Y_OK, mask=Y_OK == 1)),
+     r"y_val is a masked array with 10 masked entries, .*drop those rows"),
+    (lambda: KNNShapley(KNeighborsClassifier(3)).fit(_MASKED, Y_OK, X_OK, Y_OK),
+     r"X is a masked array with 2 masked entries"),
+    (lambda: cleanse(np.zeros(20), _tree(), X_OK, Y_OK, X_OK, Y_OK, _MASKED, Y_OK),
+     r"X_test is a masked array with 2 masked entries"),
+], ids=["tdshap-X", "tdshap-y_val", "knn_shapley-X", "cleanse-X_test"])
+def test_a_masked_array_with_masked_entries_is_refused_not_unmasked(fit, message):
+    with pytest.raises(ValueError, match=message):
+        fit()
+
+
+def test_a_masked_array_without_masked_entries_is_its_data():
+    unmasked = np.ma.masked_array(X_OK + np.arange(20)[:, None], mask=False)
+    values = KNNShapley(KNeighborsClassifier(3)).fit(unmasked, Y_OK, X_OK, Y_OK).result_.values
+    np.testing.assert_array_equal(values, KNNShapley(KNeighborsClassifier(3)).fit(
+        unmasked.data, Y_OK, X_OK, Y_OK).result_.values)
 
 
 def test_knn_shapley_refuses_rows_that_are_not_vectors():

@@ -9,8 +9,26 @@ import pandas as pd
 import scipy.sparse as sp
 
 
+def check_unmasked(a: Any, name: str, *, impute: str | None) -> None:
+    """Refuse a masked array with masked entries: ``np.asarray`` drops the mask, so the
+    values under it would be used as data. ``impute``: how the caller fills missing
+    features (None for targets, which are never filled)."""
+    if not isinstance(a, np.ma.MaskedArray):
+        return
+    n = int(np.ma.count_masked(a))
+    if not n:  # nothing hidden: its data is what the user means
+        return
+    fix = (f"drop those rows (a target is never imputed), e.g. keep = "
+           f"~np.ma.getmaskarray({name})" if impute is None else
+           f"fill them with {name}.filled(np.nan) and {impute}, or drop those rows")
+    raise ValueError(f"{name} is a masked array with {n:,} masked "
+                     f"entr{'y' if n == 1 else 'ies'}, whose hidden values would be used: "
+                     f"{fix}.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
+    check_unmasked(X, name, impute="impute them (e.g. sklearn.impute.SimpleImputer)")
     if sp.issparse(X):  # np.asarray makes it a 0-d object array: "non-numeric" would mislead
         raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                          "valued as dense arrays).")
@@ -52,6 +70,7 @@ def as_features(X: Any, name: str) -> np.ndarray:
 
 def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     """``y`` as a 1-D array with ``n_rows`` entries and no NaN."""
+    check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series | pd.DataFrame) else y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
@@ -68,16 +87,41 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     return arr
 
 
+def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
+    """Refuse a pandas ``X`` and ``y`` whose row labels differ: the rows are paired by
+    position, so a shuffled or filtered ``y`` would silently take other rows' targets."""
+    if not isinstance(X, pd.DataFrame) or not isinstance(y, pd.Series | pd.DataFrame):
+        return
+    if X.index.equals(y.index):
+        return
+    fix = (f"align them by label with {y_name} = {y_name}.loc[{x_name}.index], or pass "
+           f"{y_name}.to_numpy() to pair the rows by position")
+    missing = X.index.difference(y.index)
+    if len(X.index) == len(y.index) and not len(missing):
+        raise ValueError(f"{x_name} and {y_name} have the same row labels in a different "
+                         f"order (rows are paired by position): {fix}.")
+    shown = ", ".join(repr(v) for v in missing[:3].tolist()) if len(missing) else "none"
+    raise ValueError(f"{x_name} and {y_name} have different row labels ({len(missing)} of "
+                     f"{x_name}'s are not in {y_name}'s, e.g. {shown}; rows are paired by "
+                     f"position): {fix}.")
+
+
+def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features and targets of one set of rows, checked to be the same rows."""
+    Xa = as_features(X, x_name)
+    ya = as_target(y, y_name, len(Xa), x_name)
+    check_same_index(X, y, x_name, y_name)
+    return Xa, ya
+
+
 def check_data(
     X: Any, y: Any, X_val: Any, y_val: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate a training and a validation set; return numpy arrays."""
-    Xa = as_features(X, "X")
-    ya = as_target(y, "y", len(Xa), "X")
+    Xa, ya = as_pair(X, y, "X", "y")
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
-    Xv = as_features(X_val, "X_val")
-    yv = as_target(y_val, "y_val", len(Xv), "X_val")
+    Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
     if len(Xv) == 0:
         raise ValueError(
             "X_val is empty: the validation set needs at least one row to score models on."
@@ -108,15 +152,34 @@ def check_estimator(estimator: Any) -> None:
                          "(derive it from sklearn.base.BaseEstimator).") from None
 
 
-def check_random_state(random_state: Any) -> None:
-    """Refuse a ``random_state`` numpy's ``default_rng`` would refuse from deep inside."""
-    ok = random_state is None or isinstance(
-        random_state, np.random.Generator | np.random.BitGenerator | np.random.SeedSequence) or (
-        isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
-        and random_state >= 0)
-    if not ok:
-        raise ValueError(f"random_state={random_state!r} must be None, a whole number >= 0 "
-                         "(an int) or a numpy Generator.")
+#: scikit-learn seeds numpy's legacy RandomState, which takes seeds below 2**32 only
+MAX_SEED = 2**32 - 1
+
+
+def check_random_state(random_state: Any, *, generator: bool = True,
+                       optional: bool = True) -> None:
+    """The library's one seed policy: a seed is an int >= 0, as numpy and scikit-learn
+    take it. A float, even a whole one such as 1.0, is refused by name here rather than
+    converted: numpy and scikit-learn refuse it from deep inside, and a converted copy
+    would disagree with the ``random_state`` an estimator reports (``get_params``).
+
+    ``generator``: a numpy Generator is taken too (the caller draws from it); without it
+    the seed itself reaches scikit-learn, which needs it below 2**32. ``optional``: None
+    (fresh entropy) is taken.
+    """
+    is_int = isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
+    if is_int and random_state >= 0 and (generator or random_state <= MAX_SEED):
+        return
+    if (random_state is None and optional) or (generator and isinstance(
+            random_state, np.random.Generator | np.random.BitGenerator | np.random.SeedSequence)):
+        return
+    kinds = ("None, a whole number >= 0 (an int) or a numpy Generator" if generator else
+             "a whole number >= 0 below 2**32 (an int)" + (" or None" if optional else ""))
+    whole_float = isinstance(random_state, float | np.floating) and float(
+        random_state).is_integer()
+    hint = (f"; pass {int(random_state)}: numpy and scikit-learn take a seed as an int, "
+            "not a float" if whole_float else "")
+    raise ValueError(f"random_state={random_state!r} must be {kinds}{hint}.")
 
 
 def check_number(value: Any, name: str, *, low: float | None = None, integer: bool = False,

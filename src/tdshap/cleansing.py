@@ -30,11 +30,10 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._io import jsonable
 from tdshap._validation import (
-    as_features,
-    as_target,
+    as_pair,
     check_data,
     check_estimator,
-    check_number,
+    check_random_state,
 )
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
@@ -212,10 +211,9 @@ def cleanse(
         raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
                          "(0: no bootstrap, so the one_se rule removes nothing).")
     check_estimator(estimator)
-    if random_state is not None:
-        check_number(random_state, "random_state", low=0, integer=True,
-                     hint="It seeds the tie-breaking and the bootstrap (or None).")
-        random_state = int(random_state)  # numpy's default_rng refuses a whole float (1.0)
+    # it seeds the grid models too: scikit-learn's seeds, not a Generator
+    check_random_state(random_state, generator=False)
+    random_state = None if random_state is None else int(random_state)
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.floating) or \
             not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha!r} must be a level between 0 and 1 (exclusive), "
@@ -225,10 +223,9 @@ def cleanse(
         raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None
     if has_test:
-        Xt = as_features(X_test, "X_test")
+        Xt, yt = as_pair(X_test, y_test, "X_test", "y_test")
         if Xt.shape[1:] != Xa.shape[1:]:
             raise ValueError("X_test must have the same features as X.")
-        yt = as_target(y_test, "y_test", len(Xt), "X_test")
     order, method = _ranking(values, random_state)
     if len(order) != len(ya):
         raise ValueError(

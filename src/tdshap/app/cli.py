@@ -25,7 +25,9 @@ def main() -> None:
 @click.option("--jobs", type=int, default=-1, show_default=True,
               help="Trials run side by side (joblib; -1: one per core).")
 @click.option("--out", type=click.Path(path_type=Path),
-              default=Path("tdshap-out/demo"), show_default=True,
+              # not inside clean's default --out (tdshap-out), which would then hold a
+              # folder it did not write and refuse to be used without --force
+              default=Path("tdshap-demo"), show_default=True,
               help="Folder for the values CSV, result JSON and curve PNG of every trial: a new "
               "one, or one holding only an earlier demo's outputs.")
 @click.option("--force", is_flag=True,

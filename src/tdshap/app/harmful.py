@@ -24,7 +24,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import check_number
+from tdshap._validation import check_random_state, check_same_index, check_unmasked
 from tdshap.app.plan import run
 from tdshap.app.report import text_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
@@ -58,6 +58,8 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
         except ValueError as err:  # e.g. columns of different lengths
             raise ValueError(f"{name} cannot be read as a table: {err}.") from None
     else:
+        check_unmasked(X, name, impute="pass impute=True (the median or most frequent value "
+                       "of the training rows)")
         if sp.issparse(X):
             raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                              "valued as dense arrays).")
@@ -81,6 +83,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
 
 
 def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
+    check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series) else y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
@@ -91,6 +94,14 @@ def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
     series = pd.Series(arr, index=index, name=label)
     # numbers in an object array (e.g. [1, 2.0]) are numbers: the task is inferred from them
     return series.infer_objects() if series.dtype == object else series
+
+
+def _as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[pd.DataFrame, pd.Series]:
+    """One set of rows as a table and its targets, checked to be the same rows."""
+    frame = _as_frame(X, x_name)
+    series = _as_series(y, y_name, frame.index)
+    check_same_index(X, y, x_name, y_name)
+    return frame, series
 
 
 def _check_pairs(X_val: Any, y_val: Any, X_test: Any, y_test: Any) -> None:
@@ -119,11 +130,9 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
 
 
 def _checked_seed(seed: Any) -> int:
-    """``random_state`` as the ``int`` numpy and scikit-learn take: a whole float such as
-    1.0 passes the check, but scikit-learn's own validation refuses it deep inside."""
-    check_number(seed, "random_state", low=0, integer=True)
-    if seed > 2**32 - 1:
-        raise ValueError(f"random_state={seed} must be below 2**32.")
+    """``random_state`` checked (it reaches scikit-learn's splits: no None, no Generator)
+    and as a Python ``int`` (a numpy integer is not one for JSON)."""
+    check_random_state(seed, generator=False, optional=False)
     return int(seed)
 
 
@@ -324,7 +333,9 @@ def find_harmful(
     ----------
     X, y:
         A pandas DataFrame (text columns are one-hot encoded, see
-        :mod:`tdshap.app.tabular`) or a numpy array, and the targets.
+        :mod:`tdshap.app.tabular`) or a numpy array, and the targets. A pandas
+        ``y`` must have the DataFrame ``X``'s index (rows are paired by position):
+        ``y.loc[X.index]`` aligns it, ``y.to_numpy()`` pairs it by position.
     estimator:
         A scikit-learn estimator, a registry name (``"knn"``, ``"dtree"``, ``"rf"``,
         ``"gbdt"``, ``"logreg"``, ``"ridge"``, ``"svr"``, ``"knn"``, ``"mlp"``)
@@ -387,15 +398,12 @@ def find_harmful(
     """
     _check_flags(impute=impute, cleanse=cleanse, progress=progress)
     random_state = _checked_seed(random_state)
-    Xf = _as_frame(X, "X")
-    yf = _as_series(y, "y", Xf.index)
+    Xf, yf = _as_pair(X, y, "X", "y")
     _check_pairs(X_val, y_val, X_test, y_test)
     frames: dict[str, Any] = {}
     for name, Xo, yo in (("val", X_val, y_val), ("test", X_test, y_test)):
-        if Xo is not None:
-            xo = _as_frame(Xo, f"X_{name}")
-            frames[f"X_{name}"] = xo
-            frames[f"y_{name}"] = None if yo is None else _as_series(yo, f"y_{name}", xo.index)
+        if Xo is not None:  # _check_pairs: yo is given too
+            frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
     if test_fraction is None:  # test rows only serve the after-cleansing score
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
     data = prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),

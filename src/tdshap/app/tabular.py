@@ -21,6 +21,12 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       and one ``infrequent`` column shared by all the other levels. A level
       never seen in the training rows is all zeros (or ``infrequent`` when that
       column exists);
+    * a text column whose non-missing cells are numbers but for a few (at
+      least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
+      refused, naming the cells: a typo would otherwise turn a measurement into
+      levels. Missing-value markers the reader knows (empty, ``NA``, ``n/a``,
+      ``null``...) are missing values, not typos; a ``pandas`` category column
+      is taken as text as it is;
     * date/time and other column types are refused.
 
 Missing values
@@ -48,6 +54,7 @@ from tdshap._validation import ParameterError, check_number
 
 MAX_LEVELS = 20
 MAX_CLASSES = 20
+MOSTLY_NUMERIC_PERCENT = 90
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
@@ -313,8 +320,9 @@ class TableEncoder:
                     f"column {c!r} has type {col.dtype}, which cannot be used as a feature: "
                     "convert it to numbers or text, or drop it."
                 )
-        self._check_missing(X)
         _check_cells(X, self.categorical_, "training data")
+        _check_typos(X, self.categorical_, "training data")
+        self._check_missing(X)
         self.imputed_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
@@ -403,6 +411,8 @@ class TableEncoder:
             parts.append(scaled)
         if self.categorical_:
             _check_cells(X, self.categorical_, what)
+            # all rows: a typo in a held-out row left the training rows' cells all numbers
+            _check_typos(X, self.categorical_, what)
             text = self._filled_text(X[self.categorical_].astype(object))
             self._warn_unseen(text, what)
             parts.append(self._onehot.transform(text))
@@ -466,6 +476,28 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
                 f"column {c!r} of the {what} holds a {type(cell).__name__} in row "
                 f"{X.index[pos]} ({cell!r:.60}): a feature cell must be one number or text; "
                 "split it into columns or join it into text.")
+
+
+def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
+    """Refuse a text column that is numbers but for a few cells: likely typos, which
+    would silently make the column one-hot levels instead of a number."""
+    for c in columns:
+        col = X[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):  # declared as levels by the user
+            continue
+        present = col[col.notna()]
+        bad = pd.to_numeric(present, errors="coerce").isna().to_numpy()
+        n_bad = int(bad.sum())
+        if not n_bad or 100 * (len(present) - n_bad) < MOSTLY_NUMERIC_PERCENT * len(present):
+            continue
+        cells = ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
+                          for i in np.flatnonzero(bad)[:3]) + (", ..." if n_bad > 3 else "")
+        raise ParameterError(
+            f"column {c!r} of the {what} holds numbers except in {n_bad} "
+            f"cell{'s' if n_bad > 1 else ''}: {cells}. Correct those cells, or blank them (NaN "
+            "in a DataFrame) to make them missing values, which `impute` fills; a column "
+            "meant as text must be text throughout (e.g. prefix codes with a letter, or in "
+            "Python give it as a pandas category).", "impute")
 
 
 def _check_finite(num: pd.DataFrame) -> None:

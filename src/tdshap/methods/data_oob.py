@@ -22,7 +22,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from tdshap._validation import check_estimator, check_number, check_random_state
+from tdshap._validation import check_estimator, check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
 from tdshap.utility.fast.approximate_search import check_search
@@ -178,7 +178,6 @@ class DataOOB(DirectValuation):
         """Value every row of ``(X, y)``; ``X_val`` and ``y_val`` are ignored."""
         Xa, ya = self._start(X, y)
         check_estimator(self.estimator)
-        check_random_state(self.random_state)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
         check_number(self.n_estimators, "n_estimators", low=1, integer=True)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._validation import as_features, as_target, check_number
+from tdshap._validation import as_pair, check_number, check_random_state
 from tdshap.intervals import DEFAULT_INTERVAL
 from tdshap.methods.base import BaseValuation, seed_of
 from tdshap.result import ValuationResult
@@ -43,8 +43,8 @@ class DirectValuation(BaseValuation):
 
     def _start(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """Training features and targets as arrays; the user's row index kept."""
-        Xa = as_features(X, "X")
-        ya = as_target(y, "y", len(Xa), "X")
+        check_random_state(self.random_state)
+        Xa, ya = as_pair(X, y, "X", "y")
         if len(Xa) == 0:
             raise ValueError("X is empty: the training set needs at least one row.")
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from tdshap._validation import check_data, check_number
+from tdshap._validation import check_data, check_number, check_random_state
 from tdshap.methods.base import seed_of
 from tdshap.methods.checkpoint.files import data_fingerprint
 from tdshap.methods.checkpoint.mixin import Checkpointing
@@ -101,6 +101,7 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         if not all(hasattr(self.method, a) for a in ("fit", "get_params", "algorithm")):
             raise ValueError("method must be a tdshap valuation method such as TDShap(Ridge()), "
                              f"not the model itself: got {self.method!r}.")
+        check_random_state(self.random_state)  # its own generator comes before any stage's
         check_number(self.step, "step", low=1, integer=True, hint="Rows removed per stage.")
         self._check_checkpoint_params()
         if self.max_remove is None:
