@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -119,3 +120,16 @@ def test_oracle_scores_the_given_label_with_the_clean_model(bench):
     # an unplanted row's score is its clean label's probability
     keep = ~split.is_planted
     assert np.mean(out.values[keep]) > 0.8
+
+
+@pytest.mark.skipif(not os.environ.get("TDSHAP_DATA_DIR"), reason="needs TDSHAP_DATA_DIR")
+def test_the_papers_data_load_as_planted_noise_sets(bench):
+    X, y = bench.DATASETS["fashion"][0]()
+    assert X.shape == (2000, 784) and 0 <= X.min() and X.max() <= 1
+    assert set(np.unique(y)) == set(range(10))
+    X, y = bench.DATASETS["abalone"][0]()
+    assert X.shape == (2000, 10) and bench.DATASETS["abalone"][1] == "regression"
+    X3, y3 = bench.DATASETS["abalone3"][0]()
+    np.testing.assert_array_equal(X3, X)  # the same rows
+    assert np.array_equal(y3, (y > 8.5).astype(int) + (y > 10.5))
+    assert np.bincount(y3).min() > 300  # three groups of some size
