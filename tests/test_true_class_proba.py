@@ -233,3 +233,34 @@ def test_auto_leaves_the_proxy_where_it_predicts_far_worse_than_the_model() -> N
                         cleanse=False, random_state=0)
     assert rows.run.settings["method"].value == "tdoob"
     assert "proxy predicted the validation rows worse" in rows.run.settings["method"].why
+
+
+def test_the_proxy_is_not_refused_for_labels_a_linear_model_averages_away() -> None:
+    # a third of the training labels wrong: the 5-NN predicts worse than logistic
+    # regression, which averages the noise away, yet its values find those labels; the
+    # check compares the 5-NN fitted without the rows its neighbours outvote
+    from sklearn.datasets import make_classification
+
+    from tdshap.app import valuer
+
+    X, y = make_classification(900, n_features=5, n_informative=3, n_redundant=0,
+                               class_sep=1.5, random_state=1)
+    y_train = y[:600].copy()
+    wrong = np.random.default_rng(1).choice(600, 180, replace=False)
+    y_train[wrong] = 1 - y_train[wrong]
+    data = (X[:600], y_train, X[600:], y[600:])
+    model = LogisticRegression()
+    check = valuer.check_proxy(model, data)
+    assert check.problem() is None
+    assert choose_method(model, "auto", 600, data=data)[0] == "knn_shapley_proxy"
+    kept = valuer._unedited_rows(
+        valuer.make_pipeline(valuer.StandardScaler(), valuer.KNeighborsClassifier(5)).fit(
+            X[:600], y_train), X[:600], y_train)
+    assert kept is not None and 0.5 < kept.mean() < 0.9  # most flipped rows left out
+    assert (~kept[wrong]).mean() > 2 * (~kept[np.setdiff1d(np.arange(600), wrong)]).mean()
+    # the 5-NN on every row: 0.12 worse, refused
+    unedited = valuer.ProxyCheck(check.model_accuracy, check.proxy_accuracy, 0.0, 1.0, 0.0)
+    plain = valuer.make_pipeline(valuer.StandardScaler(), valuer.KNeighborsClassifier(5))
+    acc = float((plain.fit(X[:600], y_train).predict(X[600:]) == y[600:]).mean())
+    unedited.proxy_accuracy = acc
+    assert "predicted the validation rows worse" in unedited.problem()
