@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
+import timeit
 from collections.abc import Callable
 from datetime import date
 
@@ -30,12 +30,7 @@ from tdshap.methods.knn_shapley import KNNShapley
 
 
 def best_seconds(work: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(timeit.repeat(work, number=1, repeat=repeats))
 
 
 def fit_values(X: np.ndarray, y: np.ndarray, Xv: np.ndarray, yv: np.ndarray,
