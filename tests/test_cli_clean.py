@@ -252,6 +252,19 @@ def test_unknown_model_parameter(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, tmp_path / "out", "unknown parameter 'depth'", "max_depth")
 
 
+@pytest.mark.parametrize("params", ['{"n_neighbors": -1}', '{"n_neighbors": 1e300}',
+                                    '{"n_neighbors": [5]}'])
+def test_model_parameter_of_the_wrong_type_or_range(tmp_path: Path, train: Path,
+                                                    params: str) -> None:
+    # the default k-NN is valued in closed form and never fitted: scikit-learn's own check
+    # of the values must run when the model is built (these ran, or crashed "unexpected")
+    res = tdshap("clean", train, "--target", "y", "--params", params, "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "--params", "'n_neighbors' parameter",
+                       "range [1, inf)")
+    assert "unexpected" not in res.stderr
+
+
 def test_n_too_small_for_n_min_and_k(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--method", "tdshap", "--n-min", "100",
                  "--k", "10", "--out",

@@ -553,9 +553,11 @@ def test_out_the_root_of_the_file_system_even_with_force() -> None:
 
 # -- 7. no silent meaningless results -----------------------------------------------------
 def test_every_fit_failing_is_an_error(work: Path) -> None:
+    # valid values (each passes scikit-learn's check when the model is built) that no fit
+    # can use: n_neighbors "five" is refused before any fit now
     check_refused(work, "value", "wine.csv", "--target", "target", "--params",
-                  '{"n_neighbors": "five"}', "--out", "out", *FAST,
-                  words=("failed on every one", "'n_neighbors'"))
+                  '{"metric": "mahalanobis"}', "--out", "out", *FAST,
+                  words=("failed on every one", "Mahalanobis"))
 
 
 def test_more_neighbours_than_rows_refused_up_front(work: Path) -> None:
