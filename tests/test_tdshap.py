@@ -153,6 +153,21 @@ def test_a_model_that_fits_some_bags_is_valued_by_them(breast_cancer_small):
     assert extra["n_failed_fits"] > m.result_.n_evaluations > 0
 
 
+@pytest.mark.parametrize(("returns", "shown"), [
+    (None, r"None \(a NoneType\)"), ([0.5], r"\[0.5\] \(a list\)"),
+    ("high", r"'high' \(a str\)")])
+def test_a_metric_that_returns_no_number_is_named(breast_cancer_small, returns, shown):
+    # was float()'s own "float() argument must be a string or a real number, not 'NoneType'"
+    d = breast_cancer_small
+
+    def my_metric(y_true, y_pred):
+        return returns
+
+    with pytest.raises(TypeError, match=f"metric 'my_metric' returned {shown}, not a number"):
+        TDShap(_tree(), my_metric, n_min=10, k=5, max_iter=1, random_state=0).fit(
+            d.X_train, d.y_train, d.X_val, d.y_val)
+
+
 def test_fallback_for_unfittable_subsets(breast_cancer_small):
     d = breast_cancer_small
     y = d.y_train
