@@ -196,6 +196,21 @@ def test_nan_names_column_and_offers_impute(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "column 'b'", "2 missing", "--impute")
 
 
+@pytest.mark.parametrize(("column", "words"), [
+    ("b", ("column 'b' has 2 missing values in the validation data", "--impute")),
+    ("y", ("target column 'y' has 2 missing values in the validation data",))])
+def test_missing_values_of_a_held_out_file_name_that_file(tmp_path: Path, column: str,
+                                                         words: tuple[str, ...]) -> None:
+    # the message named the column and a row number but not the file it was in
+    write(table(), tmp_path / "t.csv")
+    held = table(seed=1)
+    held.loc[[3, 7], column] = np.nan
+    write(held, tmp_path / "v.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--val", "v.csv", "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+
+
 def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
         tmp_path: Path) -> None:
     frame = table().astype({"b": object})
