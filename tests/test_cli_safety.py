@@ -393,6 +393,9 @@ def edit_checkpoint(path: Path, **changes: object) -> None:
              "uinteger": 0}},
     {"rng": {"bit_generator": "MT19937", "state": {"key": [0] * 624, "pos": 624}}},
     {"array_m2": np.full(134, -1.0)},
+    # a pulled row's mean lies between its smallest and largest reward (NaN there ended in
+    # "cannot convert float NaN to integer"; a range below the means was resumed)
+    {"array_low": np.full(134, np.nan)}, {"array_high": np.full(134, -5.0)},
 ], ids=lambda c: "-".join(c))
 def test_an_edited_checkpoint_is_refused_in_one_line(
         work: Path, changes: dict, first_run: Callable[..., Path]) -> None:
