@@ -196,6 +196,21 @@ def test_nan_names_column_and_offers_impute(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "column 'b'", "2 missing", "--impute")
 
 
+@pytest.mark.parametrize(("column", "words"), [
+    ("b", ("column 'b' has 2 missing values in the validation data", "--impute")),
+    ("y", ("target column 'y' has 2 missing values in the validation data",))])
+def test_missing_values_of_a_held_out_file_name_that_file(tmp_path: Path, column: str,
+                                                         words: tuple[str, ...]) -> None:
+    # the message named the column and a row number but not the file it was in
+    write(table(), tmp_path / "t.csv")
+    held = table(seed=1)
+    held.loc[[3, 7], column] = np.nan
+    write(held, tmp_path / "v.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--val", "v.csv", "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+
+
 def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
         tmp_path: Path) -> None:
     frame = table().astype({"b": object})
@@ -250,6 +265,19 @@ def test_unknown_model_parameter(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--model", "dtree", "--params",
                  '{"depth": 3}', "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "unknown parameter 'depth'", "max_depth")
+
+
+@pytest.mark.parametrize("params", ['{"n_neighbors": -1}', '{"n_neighbors": 1e300}',
+                                    '{"n_neighbors": [5]}'])
+def test_model_parameter_of_the_wrong_type_or_range(tmp_path: Path, train: Path,
+                                                    params: str) -> None:
+    # the default k-NN is valued in closed form and never fitted: scikit-learn's own check
+    # of the values must run when the model is built (these ran, or crashed "unexpected")
+    res = tdshap("clean", train, "--target", "y", "--params", params, "--out", "out",
+                 cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "--params", "'n_neighbors' parameter",
+                       "range [1, inf)")
+    assert "unexpected" not in res.stderr
 
 
 def test_n_too_small_for_n_min_and_k(tmp_path: Path, train: Path) -> None:

@@ -393,6 +393,9 @@ def edit_checkpoint(path: Path, **changes: object) -> None:
              "uinteger": 0}},
     {"rng": {"bit_generator": "MT19937", "state": {"key": [0] * 624, "pos": 624}}},
     {"array_m2": np.full(134, -1.0)},
+    # a pulled row's mean lies between its smallest and largest reward (NaN there ended in
+    # "cannot convert float NaN to integer"; a range below the means was resumed)
+    {"array_low": np.full(134, np.nan)}, {"array_high": np.full(134, -5.0)},
 ], ids=lambda c: "-".join(c))
 def test_an_edited_checkpoint_is_refused_in_one_line(
         work: Path, changes: dict, first_run: Callable[..., Path]) -> None:
@@ -553,9 +556,11 @@ def test_out_the_root_of_the_file_system_even_with_force() -> None:
 
 # -- 7. no silent meaningless results -----------------------------------------------------
 def test_every_fit_failing_is_an_error(work: Path) -> None:
+    # valid values (each passes scikit-learn's check when the model is built) that no fit
+    # can use: n_neighbors "five" is refused before any fit now
     check_refused(work, "value", "wine.csv", "--target", "target", "--params",
-                  '{"n_neighbors": "five"}', "--out", "out", *FAST,
-                  words=("failed on every one", "'n_neighbors'"))
+                  '{"metric": "mahalanobis"}', "--out", "out", *FAST,
+                  words=("failed on every one", "Mahalanobis"))
 
 
 def test_more_neighbours_than_rows_refused_up_front(work: Path) -> None:

@@ -156,6 +156,12 @@ def test_result_and_estimator_settings():
         ({"estimator": DecisionTreeClassifier()}, "k-nearest"),
         ({"metric": "neg_mae"}, "fixed utility"),
         ({"n_neighbors": 0}, "n_neighbors"),
+        # the estimator's own count, which scikit-learn checks only when fitting (these
+        # gave values for -1, NaN values for 0, a TypeError for None)
+        ({"estimator": KNeighborsClassifier(n_neighbors=-1)}, "n_neighbors=-1"),
+        ({"estimator": KNeighborsClassifier(n_neighbors=0)}, "n_neighbors=0"),
+        ({"estimator": KNeighborsClassifier(n_neighbors=None)}, "n_neighbors=None"),
+        ({"estimator": KNeighborsClassifier(n_neighbors="5")}, "n_neighbors='5'"),
         ({"task": "ranking"}, "task"),
     ],
 )

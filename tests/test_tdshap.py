@@ -110,6 +110,64 @@ def test_dataframe_input_keeps_the_index(breast_cancer_small):
     assert {"is_harmful", "value", "ci_low", "ci_high", "n_pulls"} <= set(frame.columns)
 
 
+class _NeverFits(DecisionTreeClassifier):
+    """A model broken for every subset (a custom estimator's bug): fit always raises."""
+
+    def fit(self, X, y, *args, **kwargs):
+        raise RuntimeError("broken model")
+
+
+@pytest.mark.parametrize("method", [
+    lambda: TDShap(_NeverFits(), "accuracy", n_min=10, k=5, max_iter=1, random_state=0),
+    lambda: TMCShapley(_NeverFits(), "accuracy", max_permutations=1, random_state=0),
+    lambda: ThresholdingOOB(_NeverFits(), k=5, max_iter=1, random_state=0),
+    lambda: LeaveOneOut(_NeverFits(), "accuracy"),
+])
+def test_a_model_that_never_fits_is_refused_not_valued_by_the_fallback(
+        breast_cancer_small, method):
+    # every score was the fallback's constant: the values were all 0, with no word of it
+    d = breast_cancer_small
+    with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*"
+                       r"RuntimeError: broken model"):
+        method().fit(d.X_train, d.y_train, d.X_val, d.y_val)
+    with pytest.raises(ValueError, match=r"every one of its .* fits in the cleansing curve"):
+        cleanse(np.arange(60.0), _NeverFits(), d.X_train, d.y_train, d.X_val, d.y_val)
+
+
+class _OftenFails(DecisionTreeClassifier):
+    """Fails on two bootstrap bags in three (by the number of distinct rows it is given)."""
+
+    def fit(self, X, y, *args, **kwargs):
+        if len(np.unique(X, axis=0)) % 3:
+            raise RuntimeError("unlucky bag")
+        return super().fit(X, y, *args, **kwargs)
+
+
+def test_a_model_that_fits_some_bags_is_valued_by_them(breast_cancer_small):
+    # more failed bags than rewarded ones is no reason to refuse the run (failed bags are
+    # counted as fallbacks, apart from the rewarded evaluations)
+    d = breast_cancer_small
+    m = ThresholdingOOB(_OftenFails(), k=5, max_iter=3, random_state=0).fit(d.X_train,
+                                                                              d.y_train)
+    extra = m.result_.extra
+    assert extra["n_failed_fits"] > m.result_.n_evaluations > 0
+
+
+@pytest.mark.parametrize(("returns", "shown"), [
+    (None, r"None \(a NoneType\)"), ([0.5], r"\[0.5\] \(a list\)"),
+    ("high", r"'high' \(a str\)")])
+def test_a_metric_that_returns_no_number_is_named(breast_cancer_small, returns, shown):
+    # was float()'s own "float() argument must be a string or a real number, not 'NoneType'"
+    d = breast_cancer_small
+
+    def my_metric(y_true, y_pred):
+        return returns
+
+    with pytest.raises(TypeError, match=f"metric 'my_metric' returned {shown}, not a number"):
+        TDShap(_tree(), my_metric, n_min=10, k=5, max_iter=1, random_state=0).fit(
+            d.X_train, d.y_train, d.X_val, d.y_val)
+
+
 def test_fallback_for_unfittable_subsets(breast_cancer_small):
     d = breast_cancer_small
     y = d.y_train

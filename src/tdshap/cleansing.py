@@ -59,7 +59,12 @@ from tdshap.cut import (
     suited_regressor,
 )
 from tdshap.result import ValuationResult
-from tdshap.utility.base import describe_error, fallback_model, random_state_params
+from tdshap.utility.base import (
+    check_some_fit_worked,
+    describe_error,
+    fallback_model,
+    random_state_params,
+)
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.metrics import default_metric, resolve_metric
 
@@ -198,7 +203,8 @@ def cleanse(
     A grid model that cannot be fitted is scored as the valuation scores one
     (``on_error``, see :class:`tdshap.utility.base.Utility`): by the best
     constant prediction for its rows; ``extra`` counts such fits
-    (``n_failed_fits``) and keeps the first error (``first_error``). A cut that
+    (``n_failed_fits``) and keeps the first error (``first_error``); when every grid
+    model fails, a ``ValueError`` quotes that error instead. A cut that
     leaves a classifier one class is scored as that class, without a fit and
     without counting as failed (``n_one_class_fits``).
     """
@@ -337,6 +343,7 @@ def cleanse(
                 boot_failed = True
         if test_scores is not None:
             test_scores[i] = test_score
+    check_some_fit_worked(failed, len(grid) - failed, first_error, "the cleansing curve")
     boot = None
     stacked = np.stack(predictions) if predictions else None
     if idx is not None and stacked is not None:

@@ -222,13 +222,14 @@ def prepare(
                 "to hold some out. If the target is a number or an identifier, use task "
                 "regression or another target column; else give more rows per class.")
     else:
-        Xv, yv = encoder.transform(X_val, "validation data"), check_target(y_val, task, 1)
+        Xv = encoder.transform(X_val, "validation data")
+        yv = check_target(y_val, task, 1, "validation data")
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:
-        Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1)
+        Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1, "test data")
         if task == "classification":
             _check_labels(y_all[train], yt, "test")
     elif test_rows is not None and len(test_rows):

@@ -227,7 +227,8 @@ def check_estimator_class(cls: type, task: str, label: str) -> None:
 
 
 def _instantiate(cls: type, params: dict[str, Any], label: str) -> Any:
-    """``cls(**params)`` after checking each name against the estimator's parameters."""
+    """``cls(**params)`` after checking each name against the estimator's parameters, and
+    (for a scikit-learn class) each value against its declared types and ranges."""
     check_param_values(params)
     known = set(cls._get_param_names())  # type: ignore[attr-defined]
     unknown = sorted(set(params) - known)
@@ -237,10 +238,18 @@ def _instantiate(cls: type, params: dict[str, Any], label: str) -> Any:
             f"{', '.join(sorted(known))}.", "params"
         )
     try:
-        return cls(**params)
+        model = cls(**params)
     except Exception as err:
         raise ParameterError(f"cannot build {label} with `params` {params}: {err}.", "params") \
             from None
+    if getattr(cls, "_parameter_constraints", None):
+        # scikit-learn checks types and ranges only when fitting, and a k-NN valued in
+        # closed form is never fitted: n_neighbors=-1 or "5" would pass unnoticed
+        try:
+            model._validate_params()
+        except (TypeError, ValueError) as err:
+            raise ParameterError(f"`params` of {label}: {err}", "params") from None
+    return model
 
 
 def describe(name: str) -> str:

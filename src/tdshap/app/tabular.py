@@ -226,18 +226,21 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
     return "regression", "the target has fractional values"
 
 
-def check_target(y: pd.Series, task: str, min_classes: int = 2) -> np.ndarray:
+def check_target(y: pd.Series, task: str, min_classes: int = 2,
+                 what: str = "training data") -> np.ndarray:
     """The target as an array, or a ``ValueError`` for the cases that cannot work.
 
     ``min_classes``: the classes a classification target needs (held-out rows may
-    all be of one class; the training rows need two).
+    all be of one class; the training rows need two). ``what`` names the rows in the
+    messages that point at a row (``"validation data"``: which file to correct).
     """
     name = y.name
     if y.isna().any():
         first = int(np.flatnonzero(y.isna().to_numpy())[0])
         raise ParameterError(
-            f"target column {name!r} has {int(y.isna().sum())} missing values (first at data "
-            f"row {first}); drop those rows (`impute` never fills the target).", "impute"
+            f"target column {name!r} has {int(y.isna().sum())} missing values in the {what} "
+            f"(first at data row {first}); drop those rows (`impute` never fills the "
+            "target).", "impute"
         )
     numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
     if numeric and not pd.api.types.is_complex_dtype(y):
@@ -245,7 +248,8 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2) -> np.ndarray:
         bad = np.flatnonzero(~np.isfinite(values))
         if len(bad):
             raise ValueError(f"target column {name!r} has {values[bad[0]]} in row "
-                             f"{y.index[bad[0]]}: drop that row or give a finite value.")
+                             f"{y.index[bad[0]]} of the {what}: drop that row or give a "
+                             "finite value.")
     if task == "regression":
         if not numeric:
             raise ParameterError(
@@ -322,7 +326,7 @@ class TableEncoder:
                 )
         _check_cells(X, self.categorical_, "training data")
         _check_typos(X, self.categorical_, "training data")
-        self._check_missing(X)
+        self._check_missing(X, "training data")
         self.imputed_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
@@ -370,7 +374,7 @@ class TableEncoder:
         self.feature_names_ = list(self.numeric_) + cat_names
         return self
 
-    def _check_missing(self, X: pd.DataFrame) -> None:
+    def _check_missing(self, X: pd.DataFrame, what: str) -> None:
         if self.impute:
             return
         missing = X.isna().sum()
@@ -379,8 +383,9 @@ class TableEncoder:
             col = bad.index[0]
             more = f" (and {len(bad) - 1} more columns)" if len(bad) > 1 else ""
             raise ParameterError(
-                f"column {col!r} has {int(bad.iloc[0])} missing values{more}: fill them, or "
-                "pass `impute` (median for numbers, most frequent level for text).", "impute"
+                f"column {col!r} has {int(bad.iloc[0])} missing values in the {what}{more}: "
+                "fill them, or pass `impute` (median for numbers, most frequent level for "
+                "text).", "impute"
             )
 
     def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
@@ -395,7 +400,7 @@ class TableEncoder:
 
     def transform(self, X: pd.DataFrame, what: str = "data") -> np.ndarray:
         """The encoded matrix of ``X``; ``what`` names ``X`` in error messages."""
-        self._check_missing(X)
+        self._check_missing(X, what)
         parts = []
         if self.numeric_:
             raw = _numbers(X, self.numeric_, what)

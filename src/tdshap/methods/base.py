@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 
 from tdshap._validation import check_data, check_estimator, check_random_state
 from tdshap.result import ValuationResult
-from tdshap.utility.base import SEED_MODES, Chain, Utility
+from tdshap.utility.base import SEED_MODES, Chain, Utility, check_some_fit_worked
 from tdshap.utility.fast import make_utility
 from tdshap.utility.metrics import default_metric
 from tdshap.utility.parallel import Executor, make_executor
@@ -112,6 +112,12 @@ class BaseValuation(BaseEstimator):
                 out[k] = repr(v)
         return out
 
+    @staticmethod
+    def _n_scored(stats: dict[str, Any]) -> int:
+        """How many of the run's scores a fitted model gave (not the fallback): those
+        computed (not taken from the cache) that did not fall back."""
+        return int(stats["n_evaluations"] - stats["n_cache_hits"] - stats["n_fallbacks"])
+
     def _result(
         self,
         utility: Utility,
@@ -124,6 +130,8 @@ class BaseValuation(BaseEstimator):
     ) -> ValuationResult:
         self._release()
         stats = utility.stats()
+        check_some_fit_worked(int(stats.get("n_failed_fits", 0)), self._n_scored(stats),
+                              stats.get("first_error"), f"this {self.algorithm} run")
         counted = ("n_fits", "n_evaluations", "fit_seconds")
         extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))

@@ -172,6 +172,9 @@ def _knn_model(estimator: Any) -> Any:
             "model; give a KNeighborsClassifier / KNeighborsRegressor (or a Pipeline ending in "
             "one), or None and n_neighbors."
         )
+    # scikit-learn checks it only when fitting; the closed form never fits the model
+    check_number(model.n_neighbors, "n_neighbors", low=1, integer=True,
+                 hint=f"It is the {type(model).__name__}'s number of neighbours, e.g. 5.")
     if model.weights != "uniform":
         raise ValueError(f"weights={model.weights!r}: the closed form is for weights='uniform'.")
     euclidean = model.metric in ("euclidean", "l2") or (

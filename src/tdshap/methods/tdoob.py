@@ -321,6 +321,12 @@ class ThresholdingOOB(BaseValuation):
         utility.n_fallbacks += 1  # the bag is skipped: its rows get no reward
 
     @staticmethod
+    def _n_scored(stats: dict[str, Any]) -> int:
+        """Bags whose model gave rewards (each one evaluation; a failed bag gives none and
+        counts as a fallback instead)."""
+        return int(stats["n_evaluations"])
+
+    @staticmethod
     def _rewarded(utility: Utility, state: APTState, out: np.ndarray, rewards: np.ndarray,
                   started: float) -> None:
         utility.n_evaluations += 1

@@ -211,6 +211,19 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
+def check_some_fit_worked(failed: int, scored: int, first_error: str | None, what: str) -> None:
+    """Refuse numbers for which no score came from the estimator: its ``failed`` fits were
+    all there was (``scored``: the scores a fitted model gave), so each score was the
+    fallback's constant prediction and the numbers describe no model (values all 0, a
+    flat cleansing curve)."""
+    if failed and scored <= 0:
+        raise ValueError(
+            f"the estimator failed on every one of its {failed:,} fits in {what} (the first "
+            f"error: {first_error or 'not recorded'}), so every score would be the fallback's "
+            "constant prediction, not the estimator's: fix the estimator or its parameters "
+            "(on_error='raise' shows the error where it happens).")
+
+
 class Utility:
     """V(S) for one estimator, metric, training set and validation set.
 

@@ -121,7 +121,13 @@ class MetricSpec:
     bound_kind: str | None
 
     def score(self, estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
-        return float(self.scorer(estimator, X, y))
+        value = self.scorer(estimator, X, y)
+        try:
+            return float(value)
+        except (TypeError, ValueError):  # a callable's own metric returning None, a list...
+            raise TypeError(f"metric {self.name!r} returned {value!r:.60} (a "
+                            f"{type(value).__name__}), not a number: a metric must return "
+                            "one float, higher is better.") from None
 
     def width_bound(self, y_all: np.ndarray) -> float | None:
         """Largest possible width of one marginal Φ_n (the paper, Sec. 4.2), or None."""

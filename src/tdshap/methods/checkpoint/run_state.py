@@ -191,8 +191,16 @@ class ResumableRun:
                 raise CheckpointError(f"array {name!r} holds NaN or infinite values")
         if (arrays["m2"] < 0).any():  # sums of squares: a negative one has no variance
             raise CheckpointError("array 'm2' holds negative sums of squares")
-        for name in ("low", "high"):
-            vector(arrays, name, n, "f")
+        low, high = (vector(arrays, name, n, "f") for name in ("low", "high"))
+        # a pulled row's smallest and largest reward bound its mean (unpulled: +-inf)
+        pulled = counts > 0
+        mu, lo, hi = arrays["mu"][pulled], low[pulled], high[pulled]
+        slack = 1e-9 * np.maximum(1.0, np.abs(mu))  # the running mean's rounding
+        if np.isnan(low).any() or np.isnan(high).any() or not (
+                np.isfinite(lo).all() and np.isfinite(hi).all()) or \
+                ((lo > mu + slack) | (mu > hi + slack)).any():
+            raise CheckpointError("arrays 'low' and 'high' are not the smallest and largest "
+                                  "rewards of the rows' means 'mu'")
         keys, values = arrays.get("cache_keys"), arrays.get("cache_values")
         if keys is None or values is None or keys.ndim != 2 or keys.shape[1] != 16 or \
                 keys.dtype != np.uint8 or values.shape != (len(keys),):
