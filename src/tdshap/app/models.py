@@ -242,11 +242,13 @@ def _instantiate(cls: type, params: dict[str, Any], label: str) -> Any:
     except Exception as err:
         raise ParameterError(f"cannot build {label} with `params` {params}: {err}.", "params") \
             from None
-    if getattr(cls, "_parameter_constraints", None):
-        # scikit-learn checks types and ranges only when fitting, and a k-NN valued in
-        # closed form is never fitted: n_neighbors=-1 or "5" would pass unnoticed
+    # scikit-learn checks types and ranges only when fitting, and a k-NN valued in closed
+    # form is never fitted: n_neighbors=-1 or "5" would pass unnoticed. The check is
+    # scikit-learn's own (a private method: skipped where a version lacks it)
+    validate = getattr(model, "_validate_params", None)
+    if getattr(cls, "_parameter_constraints", None) and callable(validate):
         try:
-            model._validate_params()
+            validate()
         except (TypeError, ValueError) as err:
             raise ParameterError(f"`params` of {label}: {err}", "params") from None
     return model
