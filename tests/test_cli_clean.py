@@ -211,6 +211,20 @@ def test_missing_values_of_a_held_out_file_name_that_file(tmp_path: Path, column
     assert_input_error(res, tmp_path / "out", *words)
 
 
+@pytest.mark.parametrize("flags, words", [
+    (("--val", "t.csv"), ("--val", "is the training file itself")),
+    (("--test", "./t.csv", "--val", "v.csv"), ("--test", "is the training file itself")),
+    (("--val", "v.csv", "--test", "v.csv"), ("--val and --test name the same file",)),
+])
+def test_held_out_files_that_are_the_training_file_are_refused(
+        tmp_path: Path, flags: tuple[str, ...], words: tuple[str, ...]) -> None:
+    # the rows would judge the model fitted to them: validation and test leak nothing
+    write(table(), tmp_path / "t.csv")
+    write(table(seed=1), tmp_path / "v.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", *flags, "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+
+
 def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
         tmp_path: Path) -> None:
     frame = table().astype({"b": object})

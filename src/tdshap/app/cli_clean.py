@@ -306,10 +306,29 @@ def _outputs(do_cleanse: bool, train: Path) -> list[str]:
     return names
 
 
+def _same_file(a: Path | None, b: Path | None) -> bool:
+    try:
+        return a is not None and b is not None and a.samefile(b)
+    except OSError:  # a path that cannot be read is reported when it is read
+        return False
+
+
 def _check_options(opts: dict[str, Any]) -> None:
     if opts["id_column"] is not None and opts["id_column"] == opts["target"]:
         raise ValueError(f"--id-column {opts['id_column']!r} is also the --target: the ids "
                          "name the rows, the target is what the model learns; give two columns.")
+    # held-out rows that are the training rows judge nothing: the cut and the after
+    # score would be measured on the rows the model was fitted to
+    train, val, test = opts["train"], opts["val_path"], opts["test_path"]
+    for flag, path in (("--val", val), ("--test", test)):
+        if _same_file(train, path):
+            raise ValueError(f"{flag} {path} is the training file itself: its rows would judge "
+                             "the model fitted to them; give a file of other rows, or leave "
+                             f"{flag} out to hold out a share of TRAIN.")
+    if _same_file(val, test):
+        raise ValueError(f"--val and --test name the same file ({val}): the cut would be "
+                         "chosen and judged on the same rows; give two files, or leave --test "
+                         "out to hold out a share of TRAIN.")
 
 
 def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
