@@ -71,10 +71,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
     switch = knn_shapley._PRODUCT_MIN_FEATURES
-    with threadpool_limits(1):
-        for d in args.features:
-            print(measure(d, args.queries, args.rows, args.repeats, rng))
-    knn_shapley._PRODUCT_MIN_FEATURES = switch
+    try:
+        with threadpool_limits(1):
+            for d in args.features:
+                print(measure(d, args.queries, args.rows, args.repeats, rng))
+    finally:  # fit_values sets the module's switch: put it back
+        knn_shapley._PRODUCT_MIN_FEATURES = switch
 
 
 if __name__ == "__main__":

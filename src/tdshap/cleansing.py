@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.pipeline import Pipeline
 
 from tdshap._io import jsonable
 from tdshap._validation import (
@@ -66,6 +65,7 @@ from tdshap.utility.base import (
     random_state_params,
 )
 from tdshap.utility.fast.neighbor_lists import RemovalFits
+from tdshap.utility.fast.pipeline import final_estimator
 from tdshap.utility.metrics import default_metric, resolve_metric
 
 
@@ -439,8 +439,7 @@ def cleanse(
 def _knn_classifier(estimator: Any) -> bool:
     """A k-NN classifier, or a pipeline ending in one: it changes by the rows removed and
     nothing else."""
-    model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
-    return isinstance(model, KNeighborsClassifier)
+    return isinstance(final_estimator(estimator), KNeighborsClassifier)
 
 
 def check_level(estimator: Any) -> float:

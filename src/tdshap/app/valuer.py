@@ -188,10 +188,6 @@ class ProxyCheck:
         return None
 
 
-def _rows(X: Any, keep: np.ndarray) -> Any:
-    return X.iloc[keep] if hasattr(X, "iloc") else np.asarray(X)[keep]
-
-
 def _unedited_rows(proxy: Any, X: Any, y: np.ndarray) -> np.ndarray | None:
     """Wilson's editing of the proxy's training rows: the rows whose nearest other rows
     mostly carry their label (None: too few rows, or the edit would leave one class)."""
@@ -235,10 +231,10 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
         right_model = np.asarray(model.fit(X, y).predict(X_val) == y_val, float)
         proxy.fit(X, y)
         proba = np.asarray(proxy.predict_proba(X_val), dtype=float)
-        keep = _unedited_rows(proxy, X, np.asarray(y))
+        Xa, ya = np.asarray(X), np.asarray(y)
+        keep = _unedited_rows(proxy, Xa, ya)
         edited = proxy if keep is None else make_pipeline(
-            StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS)).fit(
-                _rows(X, keep), np.asarray(y)[keep])
+            StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS)).fit(Xa[keep], ya[keep])
         right_proxy = np.asarray(edited.predict(X_val) == y_val, float)
     except Exception:  # a model that fails here fails in the run, which says why
         return None
