@@ -9,7 +9,9 @@ features on the training rows, and plants noise in ``--noise`` (10%) of the
 training rows only; validation and test stay clean.
 
 * Classification: a planted row's label is moved to another class, drawn
-  uniformly.
+  uniformly; with ``--label-noise pair``, to the next class in sorted order
+  (class-conditional noise: annotators who confuse one class with one
+  other, so the wrong labels agree with each other).
 * Regression: a planted row's target is shifted by 3 standard deviations
   of the training targets, with a random sign (a gross recording error;
   targets drawn from the marginal would often land near the truth and be
@@ -97,6 +99,7 @@ from tdshap.methods import (
 NOISE = 0.1
 SPLIT = (0.5, 0.25)  # training and validation shares; the rest is test
 TARGET_SHIFT_SIGMAS = 3.0
+LABEL_NOISE = ("uniform", "pair")
 
 
 # -- data and noise -----------------------------------------------------------
@@ -263,12 +266,19 @@ DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes",
 EXTRA_DATASETS = ("breast_cancer", "moons", "blobs8", "hard_binary", "linear")
 
 
-def plant_labels(y: np.ndarray, fraction: float, rng: np.random.Generator
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Move ``fraction`` of the labels to another class; return (noisy y, planted positions)."""
+def plant_labels(y: np.ndarray, fraction: float, rng: np.random.Generator,
+                 kind: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
+    """Move ``fraction`` of the labels to another class; return (noisy y, planted positions).
+
+    ``kind`` (:data:`LABEL_NOISE`): "uniform" draws the other class, "pair" takes the next
+    one in sorted order (the last class goes to the first).
+    """
     y = y.copy()
     planted = np.sort(rng.choice(len(y), round(fraction * len(y)), replace=False))
     classes = np.unique(y)
+    if kind == "pair":
+        y[planted] = classes[(np.searchsorted(classes, y[planted]) + 1) % len(classes)]
+        return y, planted
     for i in planted:
         y[i] = rng.choice(classes[classes != y[i]])
     return y, planted
@@ -319,16 +329,19 @@ def add_split_arguments(parser: argparse.ArgumentParser, datasets: list[str],
 
 
 def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
-               noise: float = NOISE) -> Split:
-    """Split 50/25/25 by ``seed``, standardise on the training rows, plant noise in them."""
+               noise: float = NOISE, label_noise: str = "uniform") -> Split:
+    """Split 50/25/25 by ``seed``, standardise on the training rows, plant noise in them
+    (``label_noise``: how a classification label is moved, see :func:`plant_labels`)."""
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(y))
     a = int(SPLIT[0] * len(y))
     b = a + int(SPLIT[1] * len(y))
     tr, va, te = perm[:a], perm[a:b], perm[b:]
     scaler = StandardScaler().fit(X[tr])
-    plant = plant_labels if task == "classification" else plant_targets
-    y_noisy, planted = plant(y[tr], noise, rng)
+    if task == "classification":
+        y_noisy, planted = plant_labels(y[tr], noise, rng, label_noise)
+    else:
+        y_noisy, planted = plant_targets(y[tr], noise, rng)
     return Split(name, task, scaler.transform(X[tr]), y_noisy, y[tr], scaler.transform(X[va]),
                  y[va], scaler.transform(X[te]), y[te], planted,
                  {"train": tr, "val": va, "test": te})
@@ -737,6 +750,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--seeds", type=int, default=None, help="default 3 (1 with --quick)")
     parser.add_argument("--noise", type=float, default=NOISE)
+    parser.add_argument("--label-noise", choices=LABEL_NOISE, default="uniform",
+                        help="how a planted label moves: to another class drawn uniformly, "
+                        "or to the next class (pair)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="time budget of TMC and tdshap-long (default 10; 2 with --quick)")
     parser.add_argument("--quick", action="store_true", help="one seed, small budgets")
@@ -765,7 +781,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         print(f"note: {m} skipped: pip install {METHODS[m].needs} (or tdshap[bench])")
     print(f"# detection benchmark, {datetime.date.today()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}; model {args.model}; "
-          f"{seeds} seeds; {args.noise:.0%} planted noise; budget {asdict(budget)}")
+          f"{seeds} seeds; {args.noise:.0%} planted noise ({args.label_noise} labels); "
+          f"budget {asdict(budget)}")
     rows: list[dict[str, Any]] = []
     with threadpool_limits(1):
         for name in args.datasets:
@@ -773,7 +790,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             X, y = load()
             here = []
             for seed in range(seeds):
-                split = make_split(name, X, y, task, seed, args.noise)
+                split = make_split(name, X, y, task, seed, args.noise, args.label_noise)
                 for m in methods:
                     if task in METHODS[m].tasks:
                         here.append(evaluate(split, m, args.model, seed, budget))

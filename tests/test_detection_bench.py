@@ -80,6 +80,20 @@ def test_noise_is_planted_in_training_rows_only(bench, name, seed):
     np.testing.assert_array_equal(again.planted, split.planted)
 
 
+@pytest.mark.parametrize("labels", [np.repeat([0, 1, 2], 40), np.repeat(["b", "c", "a"], 40)])
+def test_pair_noise_moves_each_planted_label_to_the_next_class(bench, labels):
+    y, planted = bench.plant_labels(labels, 0.25, np.random.default_rng(1), kind="pair")
+    classes = np.unique(labels)
+    moved = np.flatnonzero(y != labels)
+    np.testing.assert_array_equal(moved, planted)
+    assert len(planted) == 30
+    nxt = {c: classes[(i + 1) % len(classes)] for i, c in enumerate(classes)}
+    assert all(y[i] == nxt[labels[i]] for i in planted)  # the last class wraps to the first
+    # the same planted rows as uniform noise from the same seed: only the labels differ
+    _, uniform = bench.plant_labels(labels, 0.25, np.random.default_rng(1))
+    np.testing.assert_array_equal(planted, uniform)
+
+
 def test_one_evaluation_and_the_tables(bench, monkeypatch, tmp_path):
     load, task = bench.DATASETS["iris"]
     split = bench.make_split("iris", *load(), task, 0)
