@@ -92,9 +92,14 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
     """
     for value in _neighbours(estimator):
         if value > n:
+            # the suggestion must itself fit: 5 is not below N when N <= 5
+            fix = (f"Choose n_neighbors well below N (e.g. {max(1, min(5, n // 2))}) in "
+                   "`params`." if n >= 2 else
+                   "A k-NN needs at least 2 training rows, one judged by the others: use "
+                   "more rows.")
             raise ParameterError(
-                f"n_neighbors={value} is larger than the N={n} training rows valued: every "
-                f"fit would fail. Choose n_neighbors well below N (e.g. 5) in `params`.",
+                f"n_neighbors={value} is larger than the N={n} training "
+                f"row{'s' if n != 1 else ''} valued: every fit would fail. {fix}",
                 "params")
         if n_min is not None and value > n_min:
             raise ParameterError(
