@@ -563,6 +563,20 @@ def test_every_fit_failing_is_an_error(work: Path) -> None:
                   words=("failed on every one", "Mahalanobis"))
 
 
+@pytest.mark.parametrize(("params", "words"), [
+    ('{"metric": "precomputed"}', ("metric='precomputed'", "the rows are features",
+                                   "Drop metric from --params")),
+    ('{"kernel": "precomputed"}', ("kernel='precomputed'", "kernel values")),
+])
+def test_precomputed_distances_are_refused(work: Path, params: str,
+                                           words: tuple[str, ...]) -> None:
+    # the default k-NN was valued by its Euclidean proxy, which never fits the model, so a
+    # k-NN told that the feature rows were distances ran and wrote its results
+    model = [] if "metric" in params else ["--model", "sklearn.svm:SVC"]
+    check_refused(work, "value", "wine.csv", "--target", "target", *model, "--params",
+                  params, "--out", "out", "--no-progress", words=words)
+
+
 def test_more_neighbours_than_rows_refused_up_front(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params",
                   '{"n_neighbors": 100000}', "--out", "out", *FAST,

@@ -108,6 +108,20 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
                 f"{value}, or lower n_neighbors in `params`.", "n_min", "params")
 
 
+def _check_precomputed(estimator: Any) -> None:
+    """Refuse a model told that its rows are distances or kernel values: they are features,
+    so a k-NN would be valued by a Euclidean stand-in and never fail where no fit is needed
+    (the closed forms), or fail on every fit."""
+    for name, other in (("metric", "'manhattan'"), ("kernel", "'rbf'")):
+        for key, value in nested_params(estimator, name).items():
+            if isinstance(value, str) and value == "precomputed":
+                raise ParameterError(
+                    f"{key}='precomputed': the model would read each row as its "
+                    f"{'distances' if name == 'metric' else 'kernel values'} to the training "
+                    f"rows, but the rows are features. Drop `{name}` from `params` (the "
+                    f"default works on the features), or choose e.g. {other}.", "params")
+
+
 def _check_metric(metric: Any, data: PreparedData) -> None:
     """Refuse a metric of the other task, or one that cannot score the validation rows."""
     from tdshap.utility.base import describe_error, fallback_model
@@ -478,6 +492,7 @@ def plan(
         estimator, model_name, model_about = model, type(model).__name__, "given estimator"
     check_estimator_task(estimator, data.task, model_name)
     _check_neighbours(estimator, n)
+    _check_precomputed(estimator)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)

@@ -184,8 +184,11 @@ def _knn_model(estimator: Any) -> Any:
         raise ValueError(f"weights={model.weights!r}: the closed form is for weights='uniform'.")
     euclidean = model.metric in ("euclidean", "l2") or (
         model.metric == "minkowski" and model.p == 2 and not model.metric_params)
-    if not euclidean:
-        raise ValueError(f"metric={model.metric!r}: KNNShapley uses the Euclidean distance.")
+    if not euclidean:  # p and metric_params shown too: metric='minkowski' alone may be l2
+        shown = f"metric={model.metric!r}" + (
+            f", p={model.p!r}" if model.metric == "minkowski" else "") + (
+            f", metric_params={model.metric_params!r}" if model.metric_params else "")
+        raise ValueError(f"{shown}: KNNShapley uses the Euclidean distance.")
     return model
 
 
