@@ -396,6 +396,8 @@ def edit_checkpoint(path: Path, **changes: object) -> None:
     # a pulled row's mean lies between its smallest and largest reward (NaN there ended in
     # "cannot convert float NaN to integer"; a range below the means was resumed)
     {"array_low": np.full(134, np.nan)}, {"array_high": np.full(134, -5.0)},
+    # the auto tau is -eps: an edited one flagged rows by a threshold no setting gives
+    {"tau": 5.0},
 ], ids=lambda c: "-".join(c))
 def test_an_edited_checkpoint_is_refused_in_one_line(
         work: Path, changes: dict, first_run: Callable[..., Path]) -> None:
