@@ -88,6 +88,24 @@ def test_resume_refuses_other_settings_or_data(breast_cancer_small, tmp_path, ch
         _model(max_iter=4, resume=path, **change).fit(d.X_train, y, d.X_val, d.y_val)
 
 
+def test_resume_refuses_thresholds_the_settings_do_not_give(breast_cancer_small, tmp_path):
+    from tdshap.methods.checkpoint.files import write_checkpoint
+
+    # the resumed run used the file's tau and eps, not the ones it was given: tau=5 flagged
+    # every row
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    _fit(d, tau=-0.01, eps=0.01, max_iter=2, checkpoint=path)
+    meta, arrays = read_checkpoint(path)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "version")}
+    write_checkpoint(path, {**meta, "tau": 5.0, "eps": 3.0}, arrays)
+    with pytest.raises(ValueError, match=r"fields 'tau', 'eps' are 5.0, 3.0, but the run's "
+                       r"settings \(tau=-0.01, eps=0.01\) give -0.01, 0.01"):
+        _fit(d, tau=-0.01, eps=0.01, max_iter=4, resume=path)
+    write_checkpoint(path, meta, arrays)  # as saved: resumed
+    assert _fit(d, tau=-0.01, eps=0.01, max_iter=4, resume=path).tau_ == -0.01
+
+
 def test_resume_input_errors(breast_cancer_small, tmp_path):
     d = breast_cancer_small
     args = (d.X_train, d.y_train, d.X_val, d.y_val)

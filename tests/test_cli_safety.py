@@ -396,6 +396,8 @@ def edit_checkpoint(path: Path, **changes: object) -> None:
     # a pulled row's mean lies between its smallest and largest reward (NaN there ended in
     # "cannot convert float NaN to integer"; a range below the means was resumed)
     {"array_low": np.full(134, np.nan)}, {"array_high": np.full(134, -5.0)},
+    # the auto tau is -eps: an edited one flagged rows by a threshold no setting gives
+    {"tau": 5.0},
 ], ids=lambda c: "-".join(c))
 def test_an_edited_checkpoint_is_refused_in_one_line(
         work: Path, changes: dict, first_run: Callable[..., Path]) -> None:
@@ -561,6 +563,20 @@ def test_every_fit_failing_is_an_error(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params",
                   '{"metric": "mahalanobis"}', "--out", "out", *FAST,
                   words=("failed on every one", "Mahalanobis"))
+
+
+@pytest.mark.parametrize(("params", "words"), [
+    ('{"metric": "precomputed"}', ("metric='precomputed'", "the rows are features",
+                                   "Drop metric from --params")),
+    ('{"kernel": "precomputed"}', ("kernel='precomputed'", "kernel values")),
+])
+def test_precomputed_distances_are_refused(work: Path, params: str,
+                                           words: tuple[str, ...]) -> None:
+    # the default k-NN was valued by its Euclidean proxy, which never fits the model, so a
+    # k-NN told that the feature rows were distances ran and wrote its results
+    model = [] if "metric" in params else ["--model", "sklearn.svm:SVC"]
+    check_refused(work, "value", "wine.csv", "--target", "target", *model, "--params",
+                  params, "--out", "out", "--no-progress", words=words)
 
 
 def test_more_neighbours_than_rows_refused_up_front(work: Path) -> None:

@@ -285,6 +285,21 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
     assert rows.run.cleansing is not None and list(rows.run.cleansing.grid) == [0]
 
 
+def test_too_many_neighbours_suggests_a_count_below_n() -> None:
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from tdshap.app.plan import _check_neighbours
+
+    # the suggestion was always "e.g. 5", itself not below N for N <= 5
+    with pytest.raises(ValueError, match=r"the N=4 training rows valued: every fit would fail. "
+                       r"Choose n_neighbors well below N \(e.g. 2\)"):
+        tdshap.find_harmful(_X[:4], _Y[:4], KNeighborsClassifier(n_neighbors=5),
+                            X_val=_X[8:], y_val=_Y[8:], cleanse=False)
+    with pytest.raises(ValueError, match=r"the N=1 training row valued: .* A k-NN needs at "
+                       "least 2 training rows"):
+        _check_neighbours(KNeighborsClassifier(n_neighbors=5), 1)
+
+
 @pytest.mark.parametrize(("X", "y", "kwargs", "message"), [
     (pd.DataFrame(_X, columns=["a", "a", "b"]), _Y, {}, "duplicate column names: a"),
     (pd.DataFrame(_X), pd.Series(_Y[:-1]), {}, r"one target per row of X \(60\)"),

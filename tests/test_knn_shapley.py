@@ -162,6 +162,13 @@ def test_result_and_estimator_settings():
         ({"estimator": KNeighborsClassifier(n_neighbors=0)}, "n_neighbors=0"),
         ({"estimator": KNeighborsClassifier(n_neighbors=None)}, "n_neighbors=None"),
         ({"estimator": KNeighborsClassifier(n_neighbors="5")}, "n_neighbors='5'"),
+        # beyond what K times a rank holds in int64: an OverflowError from deep inside for
+        # 1e300 and 2**70, silently wrapped (wrong) values for 10**18
+        ({"n_neighbors": 1e300}, "n_neighbors=1e[+]300 must be a whole number from 1 to"),
+        ({"n_neighbors": 2**70}, "n_neighbors=1180591620717411303424 must be"),
+        ({"n_neighbors": 10**18}, "n_neighbors=1000000000000000000 must be"),
+        ({"n_neighbors": float("inf")}, "n_neighbors=inf must be a whole number"),
+        ({"estimator": KNeighborsClassifier(n_neighbors=1e300)}, "n_neighbors=1e[+]300 must"),
         ({"task": "ranking"}, "task"),
     ],
 )

@@ -182,18 +182,20 @@ def check_random_state(random_state: Any, *, generator: bool = True,
     raise ValueError(f"random_state={random_state!r} must be {kinds}{hint}.")
 
 
-def check_number(value: Any, name: str, *, low: float | None = None, integer: bool = False,
-                 hint: str = "") -> None:
-    """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low``."""
+def check_number(value: Any, name: str, *, low: float | None = None,
+                 high: float | None = None, integer: bool = False, hint: str = "") -> None:
+    """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low`` and ``<= high``."""
     ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
     if ok and integer:
         ok = isinstance(value, int | np.integer) or float(value).is_integer()
     if ok:  # a Python int may exceed what numpy's isfinite takes; it is finite anyway
         ok = (isinstance(value, int) or bool(np.isfinite(value))) and (
-            low is None or value >= low)
+            low is None or value >= low) and (high is None or value <= high)
     if not ok:
         kind = "a whole number" if integer else "a number"
-        bound = f" >= {low}" if low is not None else ""
+        bound = (f" from {low} to {high}" if low is not None and high is not None
+                 else f" <= {high}" if high is not None
+                 else f" >= {low}" if low is not None else "")
         raise ValueError(f"{name}={value!r} must be {kind}{bound}.{(' ' + hint) if hint else ''}")
 
 

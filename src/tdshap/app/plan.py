@@ -92,15 +92,34 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
     """
     for value in _neighbours(estimator):
         if value > n:
+            # the suggestion must itself fit: 5 is not below N when N <= 5
+            fix = (f"Choose n_neighbors well below N (e.g. {max(1, min(5, n // 2))}) in "
+                   "`params`." if n >= 2 else
+                   "A k-NN needs at least 2 training rows, one judged by the others: use "
+                   "more rows.")
             raise ParameterError(
-                f"n_neighbors={value} is larger than the N={n} training rows valued: every "
-                f"fit would fail. Choose n_neighbors well below N (e.g. 5) in `params`.",
+                f"n_neighbors={value} is larger than the N={n} training "
+                f"row{'s' if n != 1 else ''} valued: every fit would fail. {fix}",
                 "params")
         if n_min is not None and value > n_min:
             raise ParameterError(
                 f"n_neighbors={value} is larger than the n_min={n_min} rows of the smallest "
                 f"prefix TDShap fits on: those fits would fail. Raise `n_min` to at least "
                 f"{value}, or lower n_neighbors in `params`.", "n_min", "params")
+
+
+def _check_precomputed(estimator: Any) -> None:
+    """Refuse a model told that its rows are distances or kernel values: they are features,
+    so a k-NN would be valued by a Euclidean stand-in and never fail where no fit is needed
+    (the closed forms), or fail on every fit."""
+    for name, other in (("metric", "'manhattan'"), ("kernel", "'rbf'")):
+        for key, value in nested_params(estimator, name).items():
+            if isinstance(value, str) and value == "precomputed":
+                raise ParameterError(
+                    f"{key}='precomputed': the model would read each row as its "
+                    f"{'distances' if name == 'metric' else 'kernel values'} to the training "
+                    f"rows, but the rows are features. Drop `{name}` from `params` (the "
+                    f"default works on the features), or choose e.g. {other}.", "params")
 
 
 def _check_metric(metric: Any, data: PreparedData) -> None:
@@ -473,6 +492,7 @@ def plan(
         estimator, model_name, model_about = model, type(model).__name__, "given estimator"
     check_estimator_task(estimator, data.task, model_name)
     _check_neighbours(estimator, n)
+    _check_precomputed(estimator)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)

@@ -300,10 +300,15 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
                 "auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards), not "
                 f"the {PROXY_NEIGHBORS}-NN proxy: {problem}, so its values would not be the "
                 "model's")
+        # a k-NN here has no closed form (e.g. another metric): the proxy's Euclidean
+        # distances are not its own, so say so rather than call it a tree or the like
+        model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+        kind = (f"a k-NN without the closed form: {knn_shapley_problem(estimator)}".rstrip(".")
+                if isinstance(model, KNeighborsClassifier) else
+                "a tree, random forest, MLP or linear classifier")
         return "knn_shapley_proxy", (
             f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, training and "
-            "validation rows as queries, a proxy for the model (a tree, random forest, MLP or "
-            "linear classifier "
+            f"validation rows as queries, a proxy for the model ({kind}; "
             f"on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; its cut, refitting the model and "
             "cross-fitted, gained more on the detection benchmark, docs/benchmarks.md)")
     return "tdoob", ("auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards; "

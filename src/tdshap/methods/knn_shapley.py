@@ -92,6 +92,11 @@ from tdshap.methods.direct import DirectValuation
 #: a regression chunk holds about ten at once
 MAX_CHUNK_ENTRIES = 2**20
 DEFAULT_NEIGHBORS = 5
+#: the closed form multiplies K by ranks up to N in numpy's int64: K at most 2**31 - 1 keeps
+#: that exact for any N below 2**32 (beyond, 1e300 raised an OverflowError from deep inside
+#: and 10**18 wrapped round to wrong values); every K >= N values the rows as K = N does,
+#: divided by K, so no larger K says more
+MAX_NEIGHBORS = 2**31 - 1
 # _rank: rows probed for ties, and the share of tied rows above which one stable sort is
 # cheaper than the unstable sort plus a stable one of the tied rows (benchmarks/rank_sort.py:
 # 1.6x faster without ties, 1.2x at 19%, even by about a third)
@@ -173,14 +178,17 @@ def _knn_model(estimator: Any) -> Any:
             "one), or None and n_neighbors."
         )
     # scikit-learn checks it only when fitting; the closed form never fits the model
-    check_number(model.n_neighbors, "n_neighbors", low=1, integer=True,
+    check_number(model.n_neighbors, "n_neighbors", low=1, high=MAX_NEIGHBORS, integer=True,
                  hint=f"It is the {type(model).__name__}'s number of neighbours, e.g. 5.")
     if model.weights != "uniform":
         raise ValueError(f"weights={model.weights!r}: the closed form is for weights='uniform'.")
     euclidean = model.metric in ("euclidean", "l2") or (
         model.metric == "minkowski" and model.p == 2 and not model.metric_params)
-    if not euclidean:
-        raise ValueError(f"metric={model.metric!r}: KNNShapley uses the Euclidean distance.")
+    if not euclidean:  # p and metric_params shown too: metric='minkowski' alone may be l2
+        shown = f"metric={model.metric!r}" + (
+            f", p={model.p!r}" if model.metric == "minkowski" else "") + (
+            f", metric_params={model.metric_params!r}" if model.metric_params else "")
+        raise ValueError(f"{shown}: KNNShapley uses the Euclidean distance.")
     return model
 
 
@@ -272,7 +280,8 @@ class KNNShapley(DirectValuation):
 
     def _resolve_k(self) -> int:
         if self.n_neighbors is not None:
-            check_number(self.n_neighbors, "n_neighbors", low=1, integer=True)
+            check_number(self.n_neighbors, "n_neighbors", low=1, high=MAX_NEIGHBORS,
+                         integer=True, hint="It is the k-NN's number of neighbours, e.g. 5.")
             return int(self.n_neighbors)
         if self.estimator is not None:
             return int(_knn_model(self.estimator).n_neighbors)

@@ -249,7 +249,8 @@ class TDShap(CheckpointedValuation):
         if saved is not None:
             try:
                 return TDShapRun.restore(*saved, utility, self._stop, expect={
-                    "k": self.k_, "n_blocks": self.n_blocks, "max_iter": self.max_iter})
+                    "k": self.k_, "n_blocks": self.n_blocks, "max_iter": self.max_iter,
+                    "tau": self.tau, "eps": self.eps})
             except CheckpointError as err:
                 raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
                     from None

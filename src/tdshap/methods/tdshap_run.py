@@ -59,6 +59,7 @@ class TDShapRun(ResumableRun):
         rounds = int(meta["rounds"])
         if not isinstance(meta.get("thresholds_set"), bool):
             raise CheckpointError("field 'thresholds_set' is not true/false")
+        _check_thresholds(meta, expect)
         order = arrays.get("init_order")
         if order is None or order.ndim != 1 or order.dtype.kind not in "iu" or \
                 not np.array_equal(np.sort(order), np.arange(n)):
@@ -83,3 +84,29 @@ class TDShapRun(ResumableRun):
     def init_blocks(self) -> list[np.ndarray]:
         """The initial blocks: the shuffled arms cut into groups of ``k``."""
         return [self.init_order[i : i + self.k] for i in range(0, len(self.init_order), self.k)]
+
+
+def _check_thresholds(meta: dict[str, Any], expect: dict[str, Any]) -> None:
+    """The saved ``tau``/``eps`` are the ones the run's settings give: a resumed run uses the
+    file's, so an edited ``tau`` flagged rows by a threshold the user never set.
+
+    ``expect`` holds the settings ``tau`` and ``eps`` (a number or ``"auto"``). An
+    ``"auto"`` eps comes from the first marginals, which the file no longer holds, so only
+    what follows from it is checked: an ``"auto"`` tau is ``-eps``.
+    """
+    if "tau" not in expect or "eps" not in expect:
+        return
+    tau, eps = float(meta["tau"]), float(meta["eps"])
+    given_tau, given_eps = expect["tau"], expect["eps"]
+    if not meta["thresholds_set"]:  # the placeholders of a run still in its first pass
+        if "auto" not in (given_tau, given_eps):
+            raise CheckpointError("field 'thresholds_set' is false, but the run's tau and eps "
+                                  "are given")
+        want = (0.0, 0.0)
+    else:
+        want_eps = eps if given_eps == "auto" else float(given_eps)
+        want = (-want_eps if given_tau == "auto" else float(given_tau), want_eps)
+    if (tau, eps) != want:
+        raise CheckpointError(f"fields 'tau', 'eps' are {tau!r}, {eps!r}, but the run's "
+                              f"settings (tau={given_tau!r}, eps={given_eps!r}) give "
+                              f"{want[0]!r}, {want[1]!r}")
