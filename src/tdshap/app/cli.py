@@ -10,6 +10,10 @@ import click
 from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
 from tdshap.app.outdir import OutputFolder
 
+#: a trial takes seconds, so this many are a day's work; 10**11 filled memory with the names
+#: of their outputs before any trial ran ("unexpected MemoryError ... please report")
+MAX_TRIALS = 10_000
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("tdshap"), prog_name="tdshap")
@@ -18,7 +22,7 @@ def main() -> None:
 
 
 @main.command(cls=OneLineCommand)
-@click.option("--trials", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=5, show_default=True,
               help="Seeds (each its own split); the summary shows their mean ± std.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the first trial.")
