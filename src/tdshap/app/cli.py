@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
+from tdshap._validation import MAX_SEED
 from tdshap.app.outdir import OutputFolder
 
 #: a trial takes seconds, so this many are a day's work; 10**11 filled memory with the names
@@ -24,7 +25,7 @@ def main() -> None:
 @main.command(cls=OneLineCommand)
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=5, show_default=True,
               help="Seeds (each its own split); the summary shows their mean ± std.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Seed of the first trial.")
 @click.option("--jobs", type=int, default=-1, show_default=True,
               help="Trials run side by side (joblib; -1: one per core).")
@@ -63,6 +64,9 @@ def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: b
     if jobs == 0:  # joblib's own error is a traceback
         raise ValueError("--jobs 0 runs no trial: give 1, a number of workers, or -1 (one per "
                          "core).")
+    if seed + trials - 1 > MAX_SEED:  # else the last trials ran, then failed naming random_state
+        raise ValueError(f"--seed {seed} with --trials {trials} goes past the largest seed, "
+                         f"{MAX_SEED}: give --seed at most {MAX_SEED - trials + 1}.")
     seeds = range(seed, seed + trials)
     # --out is checked before any work, and written as one set like clean's (outdir)
     folder = OutputFolder(out, force=force, known_pattern=DEMO_OUTPUTS)
