@@ -80,7 +80,10 @@ def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: b
     if jobs == 1:
         done = [run_trial(s, progress) for s in seeds]
     else:
-        done = Parallel(n_jobs=jobs)(delayed(run_trial)(s, False) for s in seeds)
+        # loky starts every worker it is given at once, busy or not: --jobs 1000000 started a
+        # million processes for 5 trials
+        workers = min(jobs, trials) if jobs > 0 else jobs
+        done = Parallel(n_jobs=workers)(delayed(run_trial)(s, False) for s in seeds)
     table = summarize(done)
     gain = table.cleaned_acc - table.baseline_acc
     if trials > 1:
