@@ -74,7 +74,10 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
                       echo=click.echo)
         except ValueError as err:  # settings that cannot work, found before any cell runs
             raise click.UsageError(str(err)) from None
-    cells = all_cells(out)
+    try:
+        cells = all_cells(out)
+    except ValueError as err:  # --report-only on a folder of the user's, or an edited cell
+        raise click.UsageError(str(err)) from None
     if not cells:
         raise click.UsageError(f"no cells in {out}: run some first (without --report-only).")
     header = (f"Abalone study: {len(cells)} cells in {out} "

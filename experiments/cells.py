@@ -20,6 +20,10 @@ class CellStore:
 
     def __init__(self, out: str | Path, setting: dict[str, Any] | None = None) -> None:
         self.out = Path(out)
+        # a folder of the user's would have its report.md, summary.md or curves/ replaced
+        if self.out.is_dir() and any(self.out.iterdir()) and not (self.out / "cells").is_dir():
+            raise ValueError(f"--out {self.out} holds files this study did not write (it has no "
+                             "cells/ folder): pass a new or empty --out.")
         (self.out / "cells").mkdir(parents=True, exist_ok=True)
         if setting is None:
             return

@@ -96,6 +96,19 @@ def test_unknown_names_are_rejected(fake_abalone, tmp_path):
         study.parse_list("dtree,knn", study.PAPER_MODELS, "--models")
 
 
+def test_a_folder_of_the_users_is_refused_and_left_alone(fake_abalone, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("the user's own")
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trials", "1", "--sizes", "40,40,40",
+                                       "--data", str(fake_abalone), "--out", str(mine)])
+    # its report.md was replaced by the study's, a cells/ folder added
+    assert result.exit_code == 2 and "holds files this study did not write" in result.output
+    assert sorted(p.name for p in mine.iterdir()) == ["report.md"]
+    assert (mine / "report.md").read_text() == "the user's own"
+
+
 @pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}
