@@ -109,6 +109,20 @@ def test_a_folder_of_the_users_is_refused_and_left_alone(fake_abalone, tmp_path)
     assert (mine / "report.md").read_text() == "the user's own"
 
 
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", "null"])
+def test_an_edited_cell_is_refused_by_name(fake_abalone, tmp_path, content):
+    args = ["--models", "ridge", "--methods", "baseline", "--trials", "1", "--sizes",
+            "40,40,40", "--data", str(fake_abalone), "--out", str(tmp_path / "out")]
+    _run(args)
+    cell = tmp_path / "out" / "cells" / "t00_ridge_baseline.json"
+    cell.write_text(content)
+    for extra in ([], ["--report-only"]):
+        result = CliRunner().invoke(main, ["bench", "abalone", *args, *extra])
+        # json's bare message, or a TypeError traceback for a list
+        assert result.exit_code == 2 and "t00_ridge_baseline.json is not a JSON object" \
+            in result.output, result.output
+
+
 @pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}
