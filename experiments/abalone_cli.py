@@ -72,7 +72,9 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
         try:
             run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
                       echo=click.echo)
-        except ValueError as err:  # settings that cannot work, found before any cell runs
+        # settings that cannot work, or no data (a FileNotFoundError that says where it
+        # looked), found before any cell runs
+        except (ValueError, FileNotFoundError) as err:
             raise click.UsageError(str(err)) from None
     try:
         cells = all_cells(out)

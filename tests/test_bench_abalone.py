@@ -123,6 +123,23 @@ def test_an_edited_cell_is_refused_by_name(fake_abalone, tmp_path, content):
             in result.output, result.output
 
 
+def test_no_data_is_one_error_before_out_is_made(tmp_path, monkeypatch):
+    from experiments import datasets
+
+    def offline(url, target):
+        raise OSError("offline")
+
+    monkeypatch.setattr(datasets, "_download", offline)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trials", "1", "--data",
+                                       str(tmp_path / "missing"), "--out", str(out)])
+    # a FileNotFoundError traceback, after out/cells was made
+    assert result.exit_code == 2 and "Abalone data not found" in result.output, result.output
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}
