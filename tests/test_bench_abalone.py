@@ -140,6 +140,17 @@ def test_no_data_is_one_error_before_out_is_made(tmp_path, monkeypatch):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("seed", ["-1", "4294967296"])
+def test_a_seed_numpy_cannot_take_is_refused_as_the_flag(fake_abalone, tmp_path, seed):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trials", "1", "--data", str(fake_abalone),
+                                       "--seed", seed, "--out", str(out)])
+    # numpy's "expected non-negative integer" or Ridge's random_state, after out/ was made
+    assert result.exit_code == 2 and "'--seed'" in result.output, result.output
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}
