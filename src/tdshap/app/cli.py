@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
 from tdshap._validation import MAX_SEED
+from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
 from tdshap.app.outdir import OutputFolder
 
 #: a trial takes seconds, so this many are a day's work; 10**11 filled memory with the names
