@@ -47,7 +47,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from experiments.cells import CellStore
-from experiments.datasets import abalone
+from experiments.datasets import abalone, abalone_path
 from tdshap.app.splits import Split
 from tdshap.cleansing import cleanse
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
@@ -291,6 +291,7 @@ def run_study(
             warm_started(model, 0)  # ... or when tdshap-warm is asked of a model it cannot warm
     order = _ordered(methods)
     done: list[dict[str, Any]] = []
+    abalone_path(cfg.data_path)  # no data: said before --out is made, not mid-study
     store = CellStore(cfg.out)
     for trial in trials:
         data = abalone(cfg.first_seed + trial, cfg.sizes, path=cfg.data_path)

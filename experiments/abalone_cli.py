@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from experiments.abalone import METHODS, PAPER_MODELS
+from tdshap._validation import MAX_SEED
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
 
@@ -26,7 +27,10 @@ def bench() -> None:
 @click.option("--trials", type=click.IntRange(min=1), default=10, show_default=True,
               help="Trials 0..N-1 (or --trial-start..); trial t splits with seed --seed + t.")
 @click.option("--trial-start", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of trial 0.")
+# trial t's split and models take --seed + t, which numpy needs in 0..2**32 - 1 (-1 ended in
+# numpy's bare "expected non-negative integer" after --out was made)
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="Seed of trial 0.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("tdshap-out/abalone"), show_default=True,
               help="Folder for cells/*.json, values/*.json, report.md and curves/*.png.")
@@ -72,9 +76,14 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
         try:
             run_study(model_list, method_list, range(trial_start, trial_start + trials), cfg,
                       echo=click.echo)
-        except ValueError as err:  # settings that cannot work, found before any cell runs
+        # settings that cannot work, or no data (a FileNotFoundError that says where it
+        # looked), found before any cell runs
+        except (ValueError, FileNotFoundError) as err:
             raise click.UsageError(str(err)) from None
-    cells = all_cells(out)
+    try:
+        cells = all_cells(out)
+    except ValueError as err:  # --report-only on a folder of the user's, or an edited cell
+        raise click.UsageError(str(err)) from None
     if not cells:
         raise click.UsageError(f"no cells in {out}: run some first (without --report-only).")
     header = (f"Abalone study: {len(cells)} cells in {out} "

@@ -26,13 +26,14 @@ from experiments.deep_bench import (
     run_bench,
     tables,
 )
+from tdshap._validation import MAX_SEED
 
 
 def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The options both commands share, with each dataset's paper defaults."""
     options = [
         click.option("--trials", type=click.IntRange(min=1), default=10, show_default=True),
-        click.option("--seed", type=int, default=0, show_default=True,
+        click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
                      help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--methods", default=",".join(PAPER_METHODS), show_default=True,
                      help=f"Comma-separated subset of {', '.join(METHODS)} (tdoob: "

@@ -96,6 +96,61 @@ def test_unknown_names_are_rejected(fake_abalone, tmp_path):
         study.parse_list("dtree,knn", study.PAPER_MODELS, "--models")
 
 
+def test_a_folder_of_the_users_is_refused_and_left_alone(fake_abalone, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("the user's own")
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trials", "1", "--sizes", "40,40,40",
+                                       "--data", str(fake_abalone), "--out", str(mine)])
+    # its report.md was replaced by the study's, a cells/ folder added
+    assert result.exit_code == 2 and "holds files this study did not write" in result.output
+    assert sorted(p.name for p in mine.iterdir()) == ["report.md"]
+    assert (mine / "report.md").read_text() == "the user's own"
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", "null"])
+def test_an_edited_cell_is_refused_by_name(fake_abalone, tmp_path, content):
+    args = ["--models", "ridge", "--methods", "baseline", "--trials", "1", "--sizes",
+            "40,40,40", "--data", str(fake_abalone), "--out", str(tmp_path / "out")]
+    _run(args)
+    cell = tmp_path / "out" / "cells" / "t00_ridge_baseline.json"
+    cell.write_text(content)
+    for extra in ([], ["--report-only"]):
+        result = CliRunner().invoke(main, ["bench", "abalone", *args, *extra])
+        # json's bare message, or a TypeError traceback for a list
+        assert result.exit_code == 2 and "t00_ridge_baseline.json is not a JSON object" \
+            in result.output, result.output
+
+
+def test_no_data_is_one_error_before_out_is_made(tmp_path, monkeypatch):
+    from experiments import datasets
+
+    def offline(url, target):
+        raise OSError("offline")
+
+    monkeypatch.setattr(datasets, "_download", offline)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trials", "1", "--data",
+                                       str(tmp_path / "missing"), "--out", str(out)])
+    # a FileNotFoundError traceback, after out/cells was made
+    assert result.exit_code == 2 and "Abalone data not found" in result.output, result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296"])
+def test_a_seed_numpy_cannot_take_is_refused_as_the_flag(fake_abalone, tmp_path, seed):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trials", "1", "--data", str(fake_abalone),
+                                       "--seed", seed, "--out", str(out)])
+    # numpy's "expected non-negative integer" or Ridge's random_state, after out/ was made
+    assert result.exit_code == 2 and "'--seed'" in result.output, result.output
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}

@@ -178,10 +178,14 @@ def test_a_manifest_that_is_not_an_object_is_no_manifest(work: Path, content: st
 @pytest.mark.parametrize(("option", "words"), [
     (["--jobs", "0"], ("--jobs 0",)),
     (["--seed", "-1"], ("--seed",)),
+    (["--trials", "100000000000"], ("--trials", "1<=x<=10000")),
+    (["--seed", "4294967296"], ("--seed", "0<=x<=4294967295")),
+    (["--seed", "4294967295", "--trials", "2"], ("--seed", "at most 4294967294")),
     (["--out", "victim"], ("holds files tdshap did not write", "--force")),
     (["--out", "wine.csv"], ("is a file",)),
     (["--out", "/proc/demo"], ("system folder",)),
-], ids=["no-jobs", "negative-seed", "users-folder", "a-file", "proc"])
+], ids=["no-jobs", "negative-seed", "huge-trials", "seed-past-2**32", "last-seed-past-2**32",
+        "users-folder", "a-file", "proc"])
 def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
                                                   words: tuple[str, ...]) -> None:
     # it wrote into any --out (the user's files of its names replaced) and ended bad options

@@ -123,3 +123,15 @@ def test_other_models_are_refused_with_what_to_use(estimator, message):
                                random_state=0)
     with pytest.raises(ValueError, match=message):
         KNNOutOfBag(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("k, message", [
+    (10**18, r"n_neighbors=1000000000000000000 must be a whole number from 1 to 2147483647"),
+    (100_000, r"bag tables of n_neighbors=100000 need .* memory budget .* fewer neighbours"),
+])
+def test_huge_n_neighbors_is_refused_before_any_table_is_built(k, message):
+    # both were a MemoryError from deep inside numpy
+    X, y = make_classification(40, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=0)
+    with pytest.raises(ValueError, match=message):
+        KNNOutOfBag(KNeighborsClassifier(k)).fit(X, y)

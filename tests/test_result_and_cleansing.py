@@ -152,6 +152,24 @@ def test_tdshap_finds_flipped_labels(tmp_path):
     assert png.stat().st_size > 1000
 
 
+def test_demo_starts_no_more_workers_than_trials(tmp_path, monkeypatch):
+    import joblib
+
+    asked = []
+
+    class Recorder:  # stands in for joblib's Parallel: records the workers, runs nothing
+        def __init__(self, n_jobs):
+            asked.append(n_jobs)
+
+        def __call__(self, tasks):
+            raise ValueError("stopped here")
+
+    monkeypatch.setattr(joblib, "Parallel", Recorder)
+    res = CliRunner().invoke(main, ["demo", "--trials", "2", "--jobs", "1000000", "--out",
+                                    str(tmp_path / "out"), "--no-progress"])
+    assert "stopped here" in res.output and asked == [2]  # was a million idle processes
+
+
 @pytest.mark.slow
 def test_demo_command_runs_and_writes_outputs(tmp_path):
     res = CliRunner().invoke(main, ["demo", "--trials", "2", "--jobs", "2", "--out",

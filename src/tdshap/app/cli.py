@@ -7,8 +7,13 @@ from pathlib import Path
 
 import click
 
+from tdshap._validation import MAX_SEED
 from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
 from tdshap.app.outdir import OutputFolder
+
+#: a trial takes seconds, so this many are a day's work; 10**11 filled memory with the names
+#: of their outputs before any trial ran ("unexpected MemoryError ... please report")
+MAX_TRIALS = 10_000
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,9 +23,9 @@ def main() -> None:
 
 
 @main.command(cls=OneLineCommand)
-@click.option("--trials", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=5, show_default=True,
               help="Seeds (each its own split); the summary shows their mean ± std.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Seed of the first trial.")
 @click.option("--jobs", type=int, default=-1, show_default=True,
               help="Trials run side by side (joblib; -1: one per core).")
@@ -59,6 +64,9 @@ def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: b
     if jobs == 0:  # joblib's own error is a traceback
         raise ValueError("--jobs 0 runs no trial: give 1, a number of workers, or -1 (one per "
                          "core).")
+    if seed + trials - 1 > MAX_SEED:  # else the last trials ran, then failed naming random_state
+        raise ValueError(f"--seed {seed} with --trials {trials} goes past the largest seed, "
+                         f"{MAX_SEED}: give --seed at most {MAX_SEED - trials + 1}.")
     seeds = range(seed, seed + trials)
     # --out is checked before any work, and written as one set like clean's (outdir)
     folder = OutputFolder(out, force=force, known_pattern=DEMO_OUTPUTS)
@@ -72,7 +80,10 @@ def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: b
     if jobs == 1:
         done = [run_trial(s, progress) for s in seeds]
     else:
-        done = Parallel(n_jobs=jobs)(delayed(run_trial)(s, False) for s in seeds)
+        # loky starts every worker it is given at once, busy or not: --jobs 1000000 started a
+        # million processes for 5 trials
+        workers = min(jobs, trials) if jobs > 0 else jobs
+        done = Parallel(n_jobs=workers)(delayed(run_trial)(s, False) for s in seeds)
     table = summarize(done)
     gain = table.cleaned_acc - table.baseline_acc
     if trials > 1:

@@ -58,8 +58,10 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
+from tdshap.methods.knn_shapley import MAX_NEIGHBORS
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
+from tdshap.utility.fast.budget import over_budget
 from tdshap.utility.fast.neighbor_lists import NeighborLists, check_eligible
 
 _METRICS: dict[str, tuple[str, ...]] = {"classification": ("true_class_proba",)}
@@ -207,6 +209,14 @@ class KNNOutOfBag(DirectValuation):
         if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
             Xa = np.asarray(Pipeline(estimator.steps[:-1]).fit(Xa, ya).transform(Xa), float)
         model = knn_step(estimator)
+        # the slot tables below hold two (k+1)^3 arrays: a huge k (10**18) was a MemoryError
+        # from deep inside numpy, so k is bounded as KNNShapley bounds it, then by the budget
+        check_number(model.n_neighbors, "n_neighbors", low=1, high=MAX_NEIGHBORS, integer=True,
+                     hint="It is the KNeighborsClassifier's number of neighbours, e.g. 5.")
+        tables = over_budget(f"the bag tables of n_neighbors={model.n_neighbors}",
+                             2 * 8 * (int(model.n_neighbors) + 1) ** 3)
+        if tables:
+            raise ValueError(f"KNNOutOfBag: {tables}; use fewer neighbours (e.g. 5).")
         self._check_fixed_metric("classification", _METRICS)
         classes = np.unique(ya)
         if len(classes) < 2:
