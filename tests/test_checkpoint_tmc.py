@@ -107,7 +107,10 @@ def _one_more(counts):
     {"array_counts": lambda c: np.where(np.arange(len(c)) == 0, 0, c)},
     {"rounds": 9}, {"rounds": 4},
     {"array_counts": lambda c: -c}, {"array_mu": lambda m: np.full_like(m, np.nan)},
-], ids=["one-row", "doubled", "zeroed", "more-rounds", "fewer-rounds", "negative", "nan"])
+    # the cached V(D) is the truncation target of the resumed run and its full_score
+    {"array_cache_values": lambda v: np.full_like(v, np.nan)},
+], ids=["one-row", "doubled", "zeroed", "more-rounds", "fewer-rounds", "negative", "nan",
+        "nan-scores"])
 def test_an_edited_checkpoint_is_refused(data, tmp_path, changes):
     path = tmp_path / "tmc.tdshap"
     _fit(data, max_permutations=8, checkpoint=path)
