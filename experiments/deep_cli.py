@@ -26,7 +26,7 @@ from experiments.deep_bench import (
     run_bench,
     tables,
 )
-from tdshap._validation import MAX_SEED
+from tdshap._validation import MAX_SEED, check_seed_span
 
 
 def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -103,11 +103,12 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
 
 
 def _run(task: DeepTask, kw: dict[str, Any], find_data: Callable[[], Path]) -> None:
-    """Run the bench; ``find_data`` finds its data file, before --out is made (by
-    run_bench), so that no data is one error line, not a traceback mid-trial."""
+    """Run the bench; the seeds are checked and ``find_data`` finds its data file before
+    --out is made (by run_bench): one error line, not a traceback mid-trial."""
     try:
+        check_seed_span(kw["seed"], kw["trials"])
         find_data()
-    except FileNotFoundError as err:
+    except (ValueError, FileNotFoundError) as err:
         raise click.ClickException(str(err)) from None
     import torch
 
