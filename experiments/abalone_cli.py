@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from experiments.abalone import METHODS, PAPER_MODELS
-from tdshap._validation import MAX_SEED
+from tdshap._validation import MAX_SEED, check_seed_span
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 
 
@@ -67,6 +67,10 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
             raise ValueError(f"--sizes {sizes!r} must be three positive counts (1000,1000,1000)")
     except ValueError as err:
         raise click.BadParameter(str(err)) from None
+    try:  # the last trial, trial_start + trials - 1, takes seed + that
+        check_seed_span(seed, trial_start + trials, "--seed", "--trial-start + --trials")
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
     cfg = StudyConfig(out=out, first_seed=seed, data_path=None if data is None else str(data),
                       tmc_budget=tmc_budget, eps_factor=eps_factor, progress=progress,
                       sizes=size_tuple, fast_path=fast_path,  # type: ignore[arg-type]

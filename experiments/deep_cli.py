@@ -26,7 +26,7 @@ from experiments.deep_bench import (
     run_bench,
     tables,
 )
-from tdshap._validation import MAX_SEED
+from tdshap._validation import MAX_SEED, check_seed_span
 
 
 def _common(defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -102,7 +102,14 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
     )
 
 
-def _run(task: DeepTask, kw: dict[str, Any]) -> None:
+def _run(task: DeepTask, kw: dict[str, Any], find_data: Callable[[], Path]) -> None:
+    """Run the bench; the seeds are checked and ``find_data`` finds its data file before
+    --out is made (by run_bench): one error line, not a traceback mid-trial."""
+    try:
+        check_seed_span(kw["seed"], kw["trials"])
+        find_data()
+    except (ValueError, FileNotFoundError) as err:
+        raise click.ClickException(str(err)) from None
     import torch
 
     if kw["threads"]:
@@ -141,11 +148,11 @@ def _fmnist_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> Any:
           "batch_size": 64, "n_iter": 500})
 def bench_fmnist(**kw: Any) -> None:
     """Fashion-MNIST with the paper's CNN: Tables 5 and 6 (needs TDSHAP_DATA_DIR)."""
-    from experiments.deep_data import fashion_mnist
+    from experiments.deep_data import fashion_mnist, fashion_mnist_file
 
     s = _setting("fashion_mnist", kw)
     _run(DeepTask(s, lambda seed: fashion_mnist(seed, s.sizes),
-                  functools.partial(_fmnist_learner, s)), kw)
+                  functools.partial(_fmnist_learner, s)), kw, fashion_mnist_file)
 
 
 def _livedoor_split(s: BenchSetting, seed: int) -> Any:
@@ -189,17 +196,19 @@ def _livedoor_learner(s: BenchSetting, warm: bool, epochs: int, seed: int) -> An
 def bench_livedoor(**kw: Any) -> None:
     """Livedoor: fine-tuned MiniLM in place of Japanese BERT, or a fixed Japanese-capable
     representation with a logistic-regression head (--encoder e5|tfidf)."""
+    from experiments.deep_data import livedoor_file
+
     if kw["encoder"] != "minilm":
         _run_fixed(kw)
         return
     s = _setting("livedoor", kw, max_length=kw["max_length"], warmup_steps=kw["warmup_steps"])
     _run(DeepTask(s, functools.partial(_livedoor_split, s),
-                  functools.partial(_livedoor_learner, s)), kw)
+                  functools.partial(_livedoor_learner, s)), kw, livedoor_file)
 
 
 def _run_fixed(kw: dict[str, Any]) -> None:
     """``--encoder e5|tfidf``: embed once, a logistic-regression head per subset."""
-    from experiments.deep_data import livedoor
+    from experiments.deep_data import livedoor, livedoor_file
     from experiments.livedoor_ja import FIXED_METHODS, HEAD_C, embedded_split, head
 
     enc = kw["encoder"]
@@ -225,4 +234,4 @@ def _run_fixed(kw: dict[str, Any]) -> None:
                    f"{time.perf_counter() - start:.1f} s")
         return split
 
-    _run(DeepTask(s, load, lambda warm, epochs, seed: head(c)), kw)
+    _run(DeepTask(s, load, lambda warm, epochs, seed: head(c)), kw, livedoor_file)

@@ -36,6 +36,16 @@ def _find(relative: str, path: str | os.PathLike[str] | None) -> Path:
     return file
 
 
+def fashion_mnist_file(path: str | os.PathLike[str] | None = None, part: str = "train") -> Path:
+    """Fashion-MNIST's ``part`` file, or a ``FileNotFoundError`` saying what to set."""
+    return _find(f"fashion_mnist/fashion_mnist_{part}.npz", path)
+
+
+def livedoor_file(path: str | os.PathLike[str] | None = None) -> Path:
+    """The Livedoor corpus file, or a ``FileNotFoundError`` saying what to set."""
+    return _find("livedoor/livedoor.jsonl.gz", path)
+
+
 @functools.lru_cache(maxsize=2)
 def _fashion_arrays(file: Path) -> tuple[np.ndarray, np.ndarray]:
     with np.load(file) as z:
@@ -55,7 +65,7 @@ def fashion_mnist(
     """
     if part not in ("train", "test"):
         raise ValueError(f"part={part!r} must be 'train' or 'test'.")
-    X, y = _fashion_arrays(_find(f"fashion_mnist/fashion_mnist_{part}.npz", path))
+    X, y = _fashion_arrays(fashion_mnist_file(path, part))
     return split(X, y, sizes, seed, name="fashion_mnist")
 
 
@@ -71,13 +81,13 @@ def _livedoor_docs(file: Path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]
 
 def livedoor_corpus(path: str | os.PathLike[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """All 7367 articles: texts (title, newline, body) and category indices."""
-    texts, labels, _ = _livedoor_docs(_find("livedoor/livedoor.jsonl.gz", path))
+    texts, labels, _ = _livedoor_docs(livedoor_file(path))
     return texts, labels
 
 
 def livedoor_categories(path: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
     """The 9 category names, in label order."""
-    return _livedoor_docs(_find("livedoor/livedoor.jsonl.gz", path))[2]
+    return _livedoor_docs(livedoor_file(path))[2]
 
 
 def livedoor(

@@ -151,6 +151,19 @@ def test_a_seed_numpy_cannot_take_is_refused_as_the_flag(fake_abalone, tmp_path,
     assert not out.exists()
 
 
+def test_trial_seeds_past_2_32_are_refused_before_out_is_made(fake_abalone, tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "abalone", "--models", "ridge", "--methods",
+                                       "baseline", "--trial-start", "3", "--trials", "4",
+                                       "--sizes", "40,40,40", "--data", str(fake_abalone),
+                                       "--seed", "4294967290",
+                                       "--out", str(out)])
+    # trials 3-5 ran and wrote their cells, then trial 6 (seed + 6) failed inside numpy
+    assert result.exit_code == 2 and "give --seed at most 4294967289" in result.output, \
+        result.output
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_no_fast_path_refits_and_gives_the_same_cleansing(fake_abalone, tmp_path):
     runs = {}

@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import Ridge
 
 from tdshap import TMCShapley, Utility
-from tdshap.methods.checkpoint.files import checkpoint_info
+from tdshap.methods.checkpoint.files import checkpoint_info, read_checkpoint, write_checkpoint
 from tdshap.methods.stopping import MeanRelativeChange, RunStatus
 
 
@@ -82,6 +82,41 @@ def test_resume_refuses_other_settings(data, tmp_path):
         from tdshap import TDShap
 
         TDShap(Ridge(), "neg_mae", n_min=5, k=5, resume=path).fit(*data)
+
+
+def _edit(path, **changes) -> None:
+    meta, arrays = read_checkpoint(path)
+    for key, value in changes.items():
+        if key.startswith("array_"):
+            arrays[key[6:]] = value(arrays[key[6:]])
+        else:
+            meta[key] = value
+    write_checkpoint(path, {k: v for k, v in meta.items() if k not in ("format", "version")},
+                     arrays)
+
+
+def _one_more(counts):
+    counts = counts.copy()
+    counts[0] += 100
+    return counts
+
+
+@pytest.mark.parametrize("changes", [
+    # each resumed with the saved means weighed by counts no permutation made
+    {"array_counts": _one_more}, {"array_counts": lambda c: 2 * c},
+    {"array_counts": lambda c: np.where(np.arange(len(c)) == 0, 0, c)},
+    {"rounds": 9}, {"rounds": 4},
+    {"array_counts": lambda c: -c}, {"array_mu": lambda m: np.full_like(m, np.nan)},
+    # the cached V(D) is the truncation target of the resumed run and its full_score
+    {"array_cache_values": lambda v: np.full_like(v, np.nan)},
+], ids=["one-row", "doubled", "zeroed", "more-rounds", "fewer-rounds", "negative", "nan",
+        "nan-scores"])
+def test_an_edited_checkpoint_is_refused(data, tmp_path, changes):
+    path = tmp_path / "tmc.tdshap"
+    _fit(data, max_permutations=8, checkpoint=path)
+    _edit(path, **changes)
+    with pytest.raises(ValueError, match=r"tmc.tdshap' is damaged or was edited: array"):
+        _fit(data, checkpoint=path, resume=True)
 
 
 def test_mean_relative_change_state_round_trips():

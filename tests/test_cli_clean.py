@@ -532,6 +532,30 @@ def test_the_closed_forms_refuse_other_models_before_writing(
     assert_input_error(res, tmp_path / "out", method, words)
 
 
+@pytest.mark.parametrize(("flags", "method", "words"), [
+    (["--k", "5"], "knn_shapley", ("--k is not used", "the Shapley values are exact")),
+    (["--k", "5", "--max-iter", "3"], "knn_oob", ("--k and --max-iter are not used",)),
+    (["--n-min", "5"], "tdoob", ("--n-min is not used", "--method 'tdshap'")),
+    (["--checkpoint-every", "5"], "knn_shapley_proxy", ("--checkpoint-every is not used",)),
+])
+def test_a_setting_the_named_method_does_not_use_is_refused_before_writing(
+        tmp_path: Path, train: Path, flags: list[str], method: str,
+        words: tuple[str, ...]) -> None:
+    res = tdshap("value", train, "--target", "y", "--model", "knn", "--method", method,
+                 *flags, "--out", "out", "--no-progress", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", method, *words)
+
+
+def test_a_setting_the_auto_method_does_not_use_is_noted(tmp_path: Path, train: Path) -> None:
+    res = tdshap("value", train, "--target", "y", "--model", "knn", "--k", str(10**20),
+                 "--out", "out", "--no-progress", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ("note: --k is not used by knn_shapley (the Shapley values are exact); it was "
+            "ignored.") in res.stderr
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| k | `n/a` | given | given but not used: the Shapley values are exact |" in report
+
+
 @pytest.mark.parametrize(("model", "refits"), [("dtree", True), ("knn", False)])
 def test_the_plan_names_the_folds_check_of_the_papers_cut(
         tmp_path: Path, model: str, refits: bool) -> None:

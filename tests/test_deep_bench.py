@@ -160,3 +160,35 @@ def test_tdoob_cells_with_a_valuation_head(tmp_path):
     # k-NN head: out-of-bag rows predicted from neighbour lists, so bags without refits
     assert cells.loc["tdoob", "evaluations"] > 0 and 0 <= cells.loc["tdoob", "test_acc"] <= 1
     assert head.setting.key()["rule"] == "one_se"
+
+
+@pytest.mark.parametrize("args", [["fmnist"], ["livedoor"], ["livedoor", "--encoder", "tfidf"]],
+                         ids=["fmnist", "livedoor", "livedoor-tfidf"])
+def test_no_data_is_one_error_before_out_is_made(tmp_path, monkeypatch, args):
+    from click.testing import CliRunner
+
+    from experiments.__main__ import main
+
+    monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", *args, "--out", str(out)])
+    # a FileNotFoundError traceback, after out/cells and setting.json were made
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1 and "not found: is TDSHAP_DATA_DIR=" in lines[0], result.output
+    assert not out.exists()
+
+
+def test_trial_seeds_past_2_32_are_refused_before_out_is_made(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from experiments.__main__ import main
+
+    monkeypatch.setenv("TDSHAP_DATA_DIR", str(tmp_path))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", "fmnist", "--seed", "4294967290", "--trials",
+                                       "10", "--out", str(out)])
+    # trial t takes seed + t: the last ones were past what the --seed flag itself allows
+    assert result.exit_code == 1 and "Error: --seed 4294967290 with --trials 10 goes past " \
+        "the largest seed, 4294967295: give --seed at most 4294967286." in result.output
+    assert not out.exists()

@@ -223,6 +223,26 @@ def test_bad_parameters_say_what_to_do():
         small_estimator(classes=[0, 1]).fit(np.zeros((3, 1, 8, 8)), np.array([0, 1, 2]))
 
 
+def test_fit_refuses_bad_data_instead_of_training_on_it(images):
+    X, y, _, _ = images
+    nan = X.copy()
+    nan[3, 0, 2, 2] = np.nan
+    cases = [((X, y[:5]), "X has 60 rows but y has 5"),
+             ((nan, y), "NaN or infinite"),
+             ((X, np.zeros(len(y), int)), "single class"),
+             ((X[:, 0, 0, 0], y), "must be 2-D"),
+             ((X, np.stack([y, y], 1)), "y must be 1-D")]
+    for (Xb, yb), message in cases:
+        with pytest.raises(ValueError, match=message):
+            small_estimator().fit(Xb, yb)
+        with pytest.raises(ValueError, match=message):
+            small_estimator().prepare(Xb, yb)
+    # a subset of one label is a valid fit once prepare has fixed all the classes
+    prepared = small_estimator(epochs=1).prepare(X, y)
+    one = y == 0
+    assert clone(prepared).fit(X[one], y[one]).predict_proba(X[:2]).shape == (2, 3)
+
+
 def test_auto_device_is_cuda_when_present():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto").type == expected

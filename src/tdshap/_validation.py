@@ -156,6 +156,17 @@ def check_estimator(estimator: Any) -> None:
 MAX_SEED = 2**32 - 1
 
 
+def check_seed_span(first: int, count: int, first_name: str = "--seed",
+                    count_name: str = "--trials") -> None:
+    """Refuse ``count`` consecutive seeds from ``first`` (trial t takes ``first + t``) that
+    pass :data:`MAX_SEED`: checked before any work, else the early trials ran and a late one
+    failed deep inside numpy or scikit-learn. The names are the caller's (e.g. its flags)."""
+    if first + count - 1 > MAX_SEED:
+        raise ValueError(f"{first_name} {first} with {count_name} {count} goes past the "
+                         f"largest seed, {MAX_SEED}: give {first_name} at most "
+                         f"{MAX_SEED - count + 1}.")
+
+
 def check_random_state(random_state: Any, *, generator: bool = True,
                        optional: bool = True) -> None:
     """The library's one seed policy: a seed is an int >= 0, as numpy and scikit-learn

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tdshap._validation import MAX_SEED
+from tdshap._validation import MAX_SEED, check_seed_span
 from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
 from tdshap.app.outdir import OutputFolder
 
@@ -64,9 +64,7 @@ def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: b
     if jobs == 0:  # joblib's own error is a traceback
         raise ValueError("--jobs 0 runs no trial: give 1, a number of workers, or -1 (one per "
                          "core).")
-    if seed + trials - 1 > MAX_SEED:  # else the last trials ran, then failed naming random_state
-        raise ValueError(f"--seed {seed} with --trials {trials} goes past the largest seed, "
-                         f"{MAX_SEED}: give --seed at most {MAX_SEED - trials + 1}.")
+    check_seed_span(seed, trials)
     seeds = range(seed, seed + trials)
     # --out is checked before any work, and written as one set like clean's (outdir)
     folder = OutputFolder(out, force=force, known_pattern=DEMO_OUTPUTS)

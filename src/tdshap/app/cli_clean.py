@@ -372,6 +372,9 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                    max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
                    cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"])
     click.echo(_as_options(checked.estimate.line(opts["time_budget"]), ("neighbor_search",)))
+    for name, why in checked.ignored.items():  # --method auto chose a method without it
+        click.echo(_as_options(f"note: `{name}` is not used by {checked.method} ({why}); "
+                               "it was ignored.", (name,)), err=True)
     about = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
              "train": str(train), "target": target}
     about.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})

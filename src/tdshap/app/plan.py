@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +232,8 @@ class RunPlan:
     given: set[str]
     max_failed_fraction: float
     estimate: CostEstimate
+    #: settings the user chose that the method does not use, and why (``method`` "auto")
+    ignored: dict[str, str] = field(default_factory=dict)
 
 
 def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool,
@@ -448,6 +450,40 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         setup_what="the closed form" if shapley else "a neighbour search")
 
 
+_CLOSED_FORMS = ("knn_oob", "knn_shapley", "knn_shapley_train", "knn_shapley_proxy")
+
+
+def unused_settings(method: str) -> dict[str, str]:
+    """The settings ``method`` does not use, each with why."""
+    if method in _CLOSED_FORMS:
+        why = ("the out-of-bag values are in closed form" if method == "knn_oob" else
+               "the Shapley values are exact")
+        return {**dict.fromkeys(("eps", "k", "n_min", "max_iter"), why),
+                "checkpoint_every": "only TDShap runs are checkpointed"}
+    if method == "tdoob":
+        return {"n_min": "thresholding Data-OOB values rows on bags, not on prefixes",
+                "checkpoint_every": "only TDShap runs are checkpointed"}
+    return {}
+
+
+def _ignored(method: str, explicit: bool, options: TDShapOptions,
+             given: set[str]) -> dict[str, str]:
+    """The settings the user chose that ``method`` would drop without a word: refused
+    when the user named the method too (``explicit``: the two contradict each other),
+    else returned to be noted. ``given`` misses the library's eps, k and n_min ("auto"
+    is their default)."""
+    chosen = {name for name in ("eps", "k", "n_min") if getattr(options, name) != "auto"}
+    chosen |= given & {"max_iter", "checkpoint_every"}
+    ignored = {name: why for name, why in unused_settings(method).items() if name in chosen}
+    if ignored and explicit:
+        names = " and ".join(f"`{name}`" for name in ignored)
+        raise ParameterError(
+            f"{names} {'is' if len(ignored) == 1 else 'are'} not used by `method` {method!r} "
+            f"({next(iter(ignored.values()))}): leave {names} out, or choose `method` "
+            "'tdshap'.", *ignored, "method")
+    return ignored
+
+
 def plan(
     data: PreparedData,
     model: Any = None,
@@ -507,6 +543,7 @@ def plan(
                          {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
                           "resume": True if resume else None}, neighbor_search, n,
                          (data.X_train, data.y_train, data.X_val, data.y_val))
+    ignored = _ignored(valuer.method, method != "auto", o, given)
     if valuer.method != "tdshap":
         if resume:
             raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "
@@ -548,7 +585,7 @@ def plan(
             "raise the budget, value fewer rows, or choose a faster model.", "time_budget")
     return RunPlan(data, estimator, model_name, model_about, dict(params or {}), metric, o,
                    valuer.estimator, valuer.method, valuer.why, valuer.metric, cut, seed,
-                   do_cleanse, given, max_failed_fraction, estimate)
+                   do_cleanse, given, max_failed_fraction, estimate, ignored)
 
 
 def _check_failures(stage: str, failed: int, fits: int, first: str | None,
@@ -594,7 +631,7 @@ def execute(p: RunPlan) -> HarmfulRun:
         "valuation_metric": Setting(p.valuation_metric, "metric" in given,
                                     "the rows are valued with it; cleansing and scores use "
                                     "the metric above"),
-        **_method_settings(p.method, valuer, o, given),
+        **_method_settings(p.method, valuer, o, given, p.ignored),
         "neighbor_search": Setting(getattr(valuer, "neighbor_search", None),
                                    "neighbor_search" in given,
                                    "k-NN neighbour lists: exact (brute force) or approximate "
@@ -612,17 +649,21 @@ def execute(p: RunPlan) -> HarmfulRun:
                       time.perf_counter() - start, extra={"estimate": p.estimate})
 
 
-def _method_settings(method: str, valuer: Any, o: TDShapOptions,
-                     given: set[str]) -> dict[str, Setting]:
+def _unused(name: str, why: str, ignored: dict[str, str]) -> Setting:
+    return Setting(None, name in ignored, f"{'given but ' if name in ignored else ''}"
+                   f"not used: {why}")
+
+
+def _method_settings(method: str, valuer: Any, o: TDShapOptions, given: set[str],
+                     ignored: dict[str, str]) -> dict[str, Setting]:
     """tau, eps, k, n_min and max_iter as the chosen method used them, and why."""
-    if method in ("knn_oob", "knn_shapley", "knn_shapley_train", "knn_shapley_proxy"):
-        shapley = ("the Shapley values are exact", "auto: 0, a row whose removal helps the "
-                   "other rows' predictions")
-        unused, auto = (("the out-of-bag values are in closed form", "auto: chance "
-                         "(1 / classes)") if method == "knn_oob" else shapley)
+    unused = unused_settings(method)
+    if method in _CLOSED_FORMS:
+        auto = ("auto: chance (1 / classes)" if method == "knn_oob" else
+                "auto: 0, a row whose removal helps the other rows' predictions")
         return {
             "tau": Setting(valuer.result_.threshold, o.tau != "auto", _auto_note(o.tau, auto)),
-            **{name: Setting(None, False, f"not used: {unused}")
+            **{name: _unused(name, unused[name], ignored)
                for name in ("eps", "k", "n_min", "max_iter")},
         }
     if method == "tdoob":
@@ -635,7 +676,7 @@ def _method_settings(method: str, valuer: Any, o: TDShapOptions,
             "k": Setting(valuer.k_, o.k != "auto", _auto_note(
                 o.k, "auto: min(50, N // 10), N // 20 from 1,000 rows: held out of every "
                 "bag")),
-            "n_min": Setting(None, False, "not used by thresholding Data-OOB"),
+            "n_min": _unused("n_min", unused["n_min"], ignored),
             "max_iter": Setting(valuer.max_iter, "max_iter" in given, "given"
                                 if "max_iter" in given else "default: bags after the first "
                                 "pass"),

@@ -77,6 +77,24 @@ from tdshap.methods.stopping import (
 )
 from tdshap.utility.base import Chain, Truncation, Utility
 
+
+class TMCRun(ResumableRun):
+    """A TMC run in progress: every permutation adds one marginal to every row."""
+
+    @classmethod
+    def validate(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], n: int,
+                 expect: dict[str, Any]) -> None:
+        """Also: every row holds one marginal per saved permutation. An edited count would
+        weigh the saved mean as if it came from more (or fewer) permutations than it did."""
+        super().validate(meta, arrays, n, expect)
+        rounds = int(meta["rounds"])
+        off = np.flatnonzero(arrays["counts"] != rounds)
+        if len(off):
+            raise CheckpointError(
+                f"array 'counts' holds {int(arrays['counts'][off[0]])} marginals for row "
+                f"{int(off[0])}, but {rounds} permutations make {rounds} for every row")
+
+
 #: The original code's truncation rule: more than 5 steps within 1% of V(D).
 ORIGINAL_TRUNCATION = (0.01, 5)
 
@@ -236,10 +254,10 @@ class TMCShapley(CheckpointedValuation):
         stop.reset()
         saved = self._load(utility)
         if saved is None:
-            run = ResumableRun(APTState(n, 0.0, 0.0), rng)  # only its moments are used
+            run = TMCRun(APTState(n, 0.0, 0.0), rng)  # only its moments are used
         else:
             try:
-                run = ResumableRun.restore(*saved, utility, stop)
+                run = TMCRun.restore(*saved, utility, stop)
             except CheckpointError as err:
                 raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
                     from None

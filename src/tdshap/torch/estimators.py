@@ -36,6 +36,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from torch import nn
 
+from tdshap._validation import as_pair
 from tdshap.torch.head import check_head, representation
 from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
 from tdshap.utility.warm_start import Pretrained, Stopwatch
@@ -186,7 +187,23 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):
             raise ValueError(f"y has labels {unknown[:5].tolist()} not in classes={classes!r}.")
+        # a subset fit may see one label (classes fixed by prepare hold them all), but a
+        # model of one class would predict it everywhere with probability 1
+        if len(classes) < 2:
+            where = "y holds" if self.classes is None else "classes lists"
+            raise ValueError(f"{where} a single class ({classes.tolist()}): a classifier "
+                             "needs at least 2; pass rows of several classes.")
         return classes
+
+    @staticmethod
+    def _rows(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``X`` and ``y`` checked as the scikit-learn path checks them (same length, finite,
+        y 1-D, X at least 2-D: images N x C x H x W are taken): torch would otherwise train
+        on the first len(y) rows, or to NaN weights, without a word."""
+        Xa, ya = as_pair(X, y, "X", "y")
+        if len(ya) == 0:
+            raise ValueError("cannot fit on zero rows.")
+        return Xa, ya
 
     # -- tensors and modules ---------------------------------------------
     def input_tensor(self, X: Any, device: torch.device) -> torch.Tensor:
@@ -237,7 +254,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         instead of training again; it must come from as many rows as ``y`` has.
         """
         self._check()
-        y = np.asarray(y)
+        X, y = self._rows(X, y)
         classes = self._classes_for(y)
         if self.warm_start and self.init_from is not None:
             if self.init_from.n_rows != len(y):
@@ -294,9 +311,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> TorchClassifier:
         """Train ``epochs`` epochs on (X, y) from the pretrained or a fresh initialisation."""
         self._check()
-        y = np.asarray(y)
-        if len(y) == 0:
-            raise ValueError("cannot fit on zero rows.")
+        X, y = self._rows(X, y)  # unbatched subset fits come here too: a pass over X[S]
         self.classes_ = self._classes_for(y)
         self.module_, self.n_steps_ = self._train(
             X, y, self.classes_, _seed_of(self.random_state), False

@@ -203,8 +203,13 @@ class ResumableRun:
                                   "rewards of the rows' means 'mu'")
         keys, values = arrays.get("cache_keys"), arrays.get("cache_values")
         if keys is None or values is None or keys.ndim != 2 or keys.shape[1] != 16 or \
-                keys.dtype != np.uint8 or values.shape != (len(keys),):
+                keys.dtype != np.uint8 or values.shape != (len(keys),) or \
+                values.dtype.kind != "f":
             raise CheckpointError("the cache arrays are damaged")
+        # a score is finite (a fit that scores NaN is given the fallback's): a NaN V(D)
+        # resumed became the truncation target, so no chain was cut and full_score was NaN
+        if not np.isfinite(values).all():
+            raise CheckpointError("array 'cache_values' holds NaN or infinite scores")
 
     @classmethod
     def restore(
