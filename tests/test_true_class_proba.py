@@ -138,12 +138,13 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     # that is not a k-NN: the bandit, as before
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
     from sklearn.neural_network import MLPClassifier
+    from sklearn.svm import LinearSVC
 
     for other in (DecisionTreeClassifier(), LogisticRegression(),
                   KNeighborsClassifier(weights="distance"),
                   KNeighborsClassifier(metric="manhattan"), RandomForestClassifier(),
                   make_pipeline(StandardScaler(), RandomForestClassifier()),
-                  MLPClassifier()):
+                  MLPClassifier(), LinearSVC()):
         assert choose_method(other, "auto", small)[0] == "knn_shapley_proxy"
         assert choose_method(other, "auto", large)[0] == "tdoob"
         for closed in ("knn_shapley", "knn_shapley_train"):
