@@ -136,7 +136,11 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
         assert choose_method(knn, "auto", small, "approximate")[0] == "tdoob"
     # another classifier: a 5-NN of the standardised rows stands in for it; a regressor
     # that is not a k-NN: the bandit, as before
-    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
     from sklearn.neural_network import MLPClassifier
     from sklearn.svm import LinearSVC
 
@@ -144,7 +148,7 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
                   KNeighborsClassifier(weights="distance"),
                   KNeighborsClassifier(metric="manhattan"), RandomForestClassifier(),
                   make_pipeline(StandardScaler(), RandomForestClassifier()),
-                  MLPClassifier(), LinearSVC()):
+                  MLPClassifier(), LinearSVC(), ExtraTreesClassifier()):
         assert choose_method(other, "auto", small)[0] == "knn_shapley_proxy"
         assert choose_method(other, "auto", large)[0] == "tdoob"
         for closed in ("knn_shapley", "knn_shapley_train"):
