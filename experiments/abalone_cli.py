@@ -89,6 +89,9 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
         # looked), found before any cell runs
         except (ValueError, FileNotFoundError) as err:
             raise click.ClickException(str(err)) from None
+    if report_only and not (out / "cells").is_dir():  # reading cells would make out/cells
+        raise click.ClickException(f"no cells in {out}: run some first (without "
+                                   "--report-only).")
     try:
         cells = all_cells(out)
     except ValueError as err:  # --report-only on a folder of the user's, or an edited cell

@@ -233,6 +233,7 @@ def test_report_only_computes_nothing(fake_abalone, tmp_path, monkeypatch):
     out = tmp_path / "out"
     empty = CliRunner().invoke(main, ["bench", "abalone", "--report-only", "--out", str(out)])
     assert "no cells" in _error_line(empty)
+    assert not out.exists()  # it made out/cells/ to find none there
     _run(["--models", "ridge", "--methods", "baseline", "--trials", "1", "--sizes", "40,40,40",
           "--data", str(fake_abalone), "--out", str(out)])
     (out / "report.md").unlink()
