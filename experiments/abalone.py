@@ -106,11 +106,16 @@ WARM_FULL = {"mlp": 1000, "gbdt": 100}  # MLP iterations (max_iter), LightGBM ro
 WARM_SHARE = 10
 
 
-def warm_started(model: str, seed: int) -> Any:
-    """``model`` trained once on all of D, continued on each subset (enhancement iii)."""
+def check_warm(model: str) -> None:
+    """Refuse tdshap-warm of a model that is not trained iteratively (nothing to continue)."""
     if model not in WARM_FULL:
         raise ValueError(f"tdshap-warm needs an iteratively trained model ({', '.join(WARM_FULL)})"
                          f", not {model!r}.")
+
+
+def warm_started(model: str, seed: int) -> Any:
+    """``model`` trained once on all of D, continued on each subset (enhancement iii)."""
+    check_warm(model)
     from tdshap.utility.warm_sklearn import WarmStarted
 
     full = WARM_FULL[model]

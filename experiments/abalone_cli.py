@@ -56,7 +56,7 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
                     sizes: str, fast_path: bool, seq_step: int, report_only: bool,
                     progress: bool) -> None:
     """The paper's Abalone study (Tables 2-4, Figures 1-2)."""
-    from experiments.abalone import StudyConfig, all_cells, parse_list, run_study
+    from experiments.abalone import StudyConfig, all_cells, check_warm, parse_list, run_study
     from experiments.abalone_report import markdown, plot_figures
 
     try:
@@ -69,8 +69,13 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
         raise click.BadParameter(str(err)) from None
     try:  # the last trial, trial_start + trials - 1, takes seed + that
         check_seed_span(seed, trial_start + trials, "--seed", "--trial-start + --trials")
+        for model in model_list if "tdshap-warm" in method_list else []:
+            check_warm(model)  # flags that cannot go together: a usage mistake
     except ValueError as err:
         raise click.UsageError(str(err)) from None
+    # from here on the flags are well formed: what fails (no data, a missing dependency, an
+    # --out of the user's, an edited cell) is not a usage mistake, so it is one "Error:" line
+    # (click.ClickException, exit 1) as in the deep benches, without the usage block
     cfg = StudyConfig(out=out, first_seed=seed, data_path=None if data is None else str(data),
                       tmc_budget=tmc_budget, eps_factor=eps_factor, progress=progress,
                       sizes=size_tuple, fast_path=fast_path,  # type: ignore[arg-type]
@@ -83,13 +88,16 @@ def abalone_command(models: str, methods: str, trials: int, trial_start: int, se
         # settings that cannot work, or no data (a FileNotFoundError that says where it
         # looked), found before any cell runs
         except (ValueError, FileNotFoundError) as err:
-            raise click.UsageError(str(err)) from None
+            raise click.ClickException(str(err)) from None
+    if report_only and not (out / "cells").is_dir():  # reading cells would make out/cells
+        raise click.ClickException(f"no cells in {out}: run some first (without "
+                                   "--report-only).")
     try:
         cells = all_cells(out)
     except ValueError as err:  # --report-only on a folder of the user's, or an edited cell
-        raise click.UsageError(str(err)) from None
+        raise click.ClickException(str(err)) from None
     if not cells:
-        raise click.UsageError(f"no cells in {out}: run some first (without --report-only).")
+        raise click.ClickException(f"no cells in {out}: run some first (without --report-only).")
     header = (f"Abalone study: {len(cells)} cells in {out} "
               f"(machine {platform.machine()}, Python {platform.python_version()}, "
               f"written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "

@@ -102,11 +102,19 @@ def _setting(name: str, kw: dict[str, Any], **extra: Any) -> BenchSetting:
     )
 
 
-def _run(task: DeepTask, kw: dict[str, Any], find_data: Callable[[], Path]) -> None:
-    """Run the bench; the seeds are checked and ``find_data`` finds its data file before
-    --out is made (by run_bench): one error line, not a traceback mid-trial."""
+def _run(task: DeepTask, kw: dict[str, Any], find_data: Callable[[], Path],
+         folder: str) -> None:
+    """Run the bench; the seeds are checked and ``find_data`` finds its data file (in
+    ``folder`` of the data folder) before --out is made (by run_bench): one error line, not
+    a traceback mid-trial."""
+    from experiments.datasets import DATA_DIR_VAR, data_dir
+
     try:
         check_seed_span(kw["seed"], kw["trials"])
+        if data_dir() is None:  # find_data's own message offers path=, which no flag sets
+            raise ValueError(f"no data folder: set {DATA_DIR_VAR} to the folder holding "
+                             f"{folder}/ (e.g. export {DATA_DIR_VAR}=/path/to/data), then "
+                             "run the bench again.")
         find_data()
     except (ValueError, FileNotFoundError) as err:
         raise click.ClickException(str(err)) from None
@@ -152,7 +160,8 @@ def bench_fmnist(**kw: Any) -> None:
 
     s = _setting("fashion_mnist", kw)
     _run(DeepTask(s, lambda seed: fashion_mnist(seed, s.sizes),
-                  functools.partial(_fmnist_learner, s)), kw, fashion_mnist_file)
+                  functools.partial(_fmnist_learner, s)), kw, fashion_mnist_file,
+         "fashion_mnist")
 
 
 def _livedoor_split(s: BenchSetting, seed: int) -> Any:
@@ -203,7 +212,7 @@ def bench_livedoor(**kw: Any) -> None:
         return
     s = _setting("livedoor", kw, max_length=kw["max_length"], warmup_steps=kw["warmup_steps"])
     _run(DeepTask(s, functools.partial(_livedoor_split, s),
-                  functools.partial(_livedoor_learner, s)), kw, livedoor_file)
+                  functools.partial(_livedoor_learner, s)), kw, livedoor_file, "livedoor")
 
 
 def _run_fixed(kw: dict[str, Any]) -> None:
@@ -234,4 +243,5 @@ def _run_fixed(kw: dict[str, Any]) -> None:
                    f"{time.perf_counter() - start:.1f} s")
         return split
 
-    _run(DeepTask(s, load, lambda warm, epochs, seed: head(c)), kw, livedoor_file)
+    _run(DeepTask(s, load, lambda warm, epochs, seed: head(c)), kw, livedoor_file,
+         "livedoor")

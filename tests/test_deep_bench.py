@@ -179,6 +179,28 @@ def test_no_data_is_one_error_before_out_is_made(tmp_path, monkeypatch, args):
     assert not out.exists()
 
 
+
+@pytest.mark.parametrize(("args", "folder"), [(["fmnist"], "fashion_mnist"),
+                                              (["livedoor"], "livedoor"),
+                                              (["livedoor", "--encoder", "tfidf"], "livedoor")],
+                         ids=["fmnist", "livedoor", "livedoor-tfidf"])
+def test_no_data_folder_names_the_variable_not_a_path_argument(tmp_path, monkeypatch, args,
+                                                                folder):
+    from click.testing import CliRunner
+
+    from experiments.__main__ import main
+
+    monkeypatch.delenv("TDSHAP_DATA_DIR", raising=False)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["bench", *args, "--out", str(out)])
+    # the loaders' message said "pass path=...", which no flag of the bench sets
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert errors == [
+        f"Error: no data folder: set TDSHAP_DATA_DIR to the folder holding {folder}/ (e.g. "
+        "export TDSHAP_DATA_DIR=/path/to/data), then run the bench again."], result.output
+    assert not out.exists()
+
 def test_trial_seeds_past_2_32_are_refused_before_out_is_made(tmp_path, monkeypatch):
     from click.testing import CliRunner
 

@@ -243,6 +243,25 @@ def test_fit_refuses_bad_data_instead_of_training_on_it(images):
     assert clone(prepared).fit(X[one], y[one]).predict_proba(X[:2]).shape == (2, 3)
 
 
+
+def test_calls_after_fit_refuse_bad_rows_as_fit_does(images):
+    X, y, X_val, _ = images
+    est = small_estimator(epochs=1).fit(X, y)
+    nan = X_val.copy()
+    nan[2, 0, 1, 1] = np.nan
+    cases = [(nan, "X contains NaN or infinite values .first at row 2"),
+             (X_val[:, 0, 0, 0], "X must be 2-D"),
+             (np.zeros((3, 1, 10, 10)), r"rows of shape \(1, 10, 10\) but the classifier was "
+                                        r"fitted on rows of shape \(1, 8, 8\)")]
+    for Xb, message in cases:
+        for call in (est.predict_proba, est.predict, est.embed):
+            with pytest.raises(ValueError, match=message):
+                call(Xb)
+    with pytest.raises(ValueError, match="needs a fitted classifier"):
+        small_estimator().predict_proba(X_val)
+    assert est.predict_proba(X_val[:0]).shape == (0, 3)
+    assert est.predict(X_val[:4]).shape == (4,)
+
 def test_auto_device_is_cuda_when_present():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto").type == expected

@@ -36,7 +36,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from torch import nn
 
-from tdshap._validation import as_pair
+from tdshap._validation import as_features, as_pair
 from tdshap.torch.head import check_head, representation
 from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
 from tdshap.utility.warm_start import Pretrained, Stopwatch
@@ -205,6 +205,18 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("cannot fit on zero rows.")
         return Xa, ya
 
+    def _inputs(self, X: Any) -> np.ndarray:
+        """``X`` of a call after fit, checked as fit checks it (one pass) and against the
+        shape of the fitted rows: torch would otherwise fail deep inside the module (a
+        matmul of the wrong size) or return NaN probabilities for a NaN row."""
+        Xa = as_features(X, "X")
+        fitted = getattr(self, "input_shape_", None)
+        if fitted is not None and Xa.shape[1:] != fitted:
+            raise ValueError(f"X has rows of shape {Xa.shape[1:]} but the classifier was fitted "
+                             f"on rows of shape {fitted}: pass rows shaped as in fit (e.g. "
+                             "images of the same size), or fit again on the new shape.")
+        return Xa
+
     # -- tensors and modules ---------------------------------------------
     def input_tensor(self, X: Any, device: torch.device) -> torch.Tensor:
         """``X`` as the module's input tensor, of ``input_dtype``."""
@@ -278,6 +290,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         valuations start from (the weights of :meth:`prepare`, or with
         ``warm_start=False`` the initialisation seeded by ``random_state``).
         """
+        X = self._inputs(X)
         if hasattr(self, "module_"):
             module = self.module_
         else:
@@ -313,6 +326,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         self._check()
         X, y = self._rows(X, y)  # unbatched subset fits come here too: a pass over X[S]
         self.classes_ = self._classes_for(y)
+        self.input_shape_ = X.shape[1:]  # what predict_proba and embed take after fit
         self.module_, self.n_steps_ = self._train(
             X, y, self.classes_, _seed_of(self.random_state), False
         )
@@ -320,6 +334,12 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     @torch.no_grad()
     def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities of the rows of ``X`` (columns in the order of ``classes_``)."""
+        if not hasattr(self, "module_"):
+            raise ValueError("predict_proba needs a fitted classifier: call fit(X, y) first.")
+        X = self._inputs(X)
+        if len(X) == 0:  # torch.cat of no batches would fail
+            return np.empty((0, len(self.classes_)))
         device = next(self.module_.parameters()).device
         self.module_.eval()
         Xt = self.input_tensor(X, device)
@@ -327,4 +347,5 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         return torch.cat(out).cpu().numpy().astype(float)
 
     def predict(self, X: Any) -> np.ndarray:
+        """The most probable class of every row of ``X`` (checked by :meth:`predict_proba`)."""
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
