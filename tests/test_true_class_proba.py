@@ -108,14 +108,15 @@ def test_auto_method_is_thresholding_data_oob_and_tdshap_keeps_the_metric() -> N
 
 
 def test_the_proxy_for_a_knn_names_the_metric_it_does_not_use() -> None:
-    # the proxy's distances are Euclidean; the reason called the k-NN "a tree, random
-    # forest, MLP or linear classifier" and did not say which metric was set aside
+    # the proxy's distances are Euclidean; the reason called the k-NN a tree, a forest, an
+    # MLP or a linear classifier and did not say which metric was set aside
     for knn, words in ((KNeighborsClassifier(metric="manhattan"), "metric='manhattan'"),
                        (KNeighborsClassifier(p=1), "metric='minkowski', p=1")):
         method, why = choose_method(knn, "auto", 300)
         assert method == "knn_shapley_proxy"
         assert f"a k-NN without the closed form: {words}: KNNShapley uses the Euclidean" in why
-    assert "a tree, random forest" in choose_method(DecisionTreeClassifier(), "auto", 300)[1]
+    why = choose_method(DecisionTreeClassifier(), "auto", 300)[1]
+    assert "a tree, forest, MLP or linear classifier" in why
 
 
 def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
