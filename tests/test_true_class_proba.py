@@ -138,6 +138,7 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     # another classifier: a 5-NN of the standardised rows stands in for it; a regressor
     # that is not a k-NN: the bandit, as before
     from sklearn.ensemble import (
+        AdaBoostClassifier,
         ExtraTreesClassifier,
         RandomForestClassifier,
         RandomForestRegressor,
@@ -149,7 +150,7 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
                   KNeighborsClassifier(weights="distance"),
                   KNeighborsClassifier(metric="manhattan"), RandomForestClassifier(),
                   make_pipeline(StandardScaler(), RandomForestClassifier()),
-                  MLPClassifier(), LinearSVC(), ExtraTreesClassifier()):
+                  MLPClassifier(), LinearSVC(), ExtraTreesClassifier(), AdaBoostClassifier()):
         assert choose_method(other, "auto", small)[0] == "knn_shapley_proxy"
         assert choose_method(other, "auto", large)[0] == "tdoob"
         for closed in ("knn_shapley", "knn_shapley_train"):
