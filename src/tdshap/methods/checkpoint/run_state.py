@@ -48,6 +48,32 @@ def number(meta: dict[str, Any], name: str, low: float = -math.inf) -> float:
     return float(value)
 
 
+def saved_generator(meta: dict[str, Any]) -> np.random.Generator:
+    """The random generator in ``meta["rng"]``, else a :class:`CheckpointError`.
+
+    Only a bit generator of :data:`BIT_GENERATORS` is made: a name looked up in
+    ``np.random`` would let a file call any of its functions (``seed`` resets numpy's
+    global generator).
+    """
+    rng = meta.get("rng")
+    if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
+        raise CheckpointError("field 'rng' does not name a numpy bit generator of "
+                              f"{', '.join(BIT_GENERATORS)}")
+    try:
+        bit_generator = BIT_GENERATORS[rng["bit_generator"]]()
+        bit_generator.state = rng
+        # a state that repeats one number forever hangs numpy's bounded draws
+        degenerate = len(np.unique(bit_generator.random_raw(16))) == 1
+        bit_generator.state = rng  # the probe's draws taken back
+    except (KeyError, TypeError, ValueError, OverflowError) as err:
+        raise CheckpointError(f"field 'rng' is not a state of {rng['bit_generator']} "
+                              f"({err})") from None
+    if degenerate:
+        raise CheckpointError("field 'rng' is a degenerate generator state (it draws one "
+                              "number over and over)")
+    return np.random.Generator(bit_generator)
+
+
 def vector(arrays: dict[str, np.ndarray], name: str, n: int, kinds: str = "iuf") -> np.ndarray:
     """``arrays[name]`` if it is 1-D of length ``n`` and a numeric kind, else an error."""
     arr = arrays.get(name)
@@ -161,20 +187,7 @@ class ResumableRun:
         number(meta, "tau")
         number(meta, "eps", 0.0)
         whole(meta, "run_seed", 0, 2**64 - 1)
-        rng = meta.get("rng")
-        if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
-            raise CheckpointError("field 'rng' does not name a numpy bit generator of "
-                                  f"{', '.join(BIT_GENERATORS)}")
-        try:  # a state that repeats one number forever hangs numpy's bounded draws
-            probe = BIT_GENERATORS[rng["bit_generator"]]()
-            probe.state = rng
-            degenerate = len(np.unique(probe.random_raw(16))) == 1
-        except (KeyError, TypeError, ValueError, OverflowError) as err:
-            raise CheckpointError(f"field 'rng' is not a state of {rng['bit_generator']} "
-                                  f"({err})") from None
-        if degenerate:
-            raise CheckpointError("field 'rng' is a degenerate generator state (it draws one "
-                                  "number over and over)")
+        saved_generator(meta)
         counters = meta.get("counters")
         if not isinstance(counters, dict):
             raise CheckpointError("field 'counters' is missing")
@@ -223,13 +236,12 @@ class ResumableRun:
         """
         cls.validate(meta, arrays, utility.n, expect or {})
         try:
-            bit_generator = BIT_GENERATORS[meta["rng"]["bit_generator"]]()
-            bit_generator.state = meta["rng"]
+            rng = saved_generator(meta)
             utility.run_seed = int(meta["run_seed"])
             restore_utility(utility, meta["counters"], arrays)
             stop.set_state(arrays)
             state = APTState.from_arrays(meta["tau"], meta["eps"], arrays)
-            run = cls.from_saved(state, np.random.Generator(bit_generator), meta, arrays)
+            run = cls.from_saved(state, rng, meta, arrays)
         except CheckpointError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) \
