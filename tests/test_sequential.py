@@ -221,3 +221,21 @@ def test_a_checkpoint_as_saved_resumes_to_the_uninterrupted_run(data, tmp_path):
     np.testing.assert_array_equal(resumed.order_, expected.order_)
     np.testing.assert_array_equal(resumed.values_, expected.values_)
     assert resumed.result_.n_fits == expected.result_.n_fits
+
+
+@pytest.mark.parametrize("inner", [{"checkpoint": "inner.tdshap"},
+                                   {"checkpoint": "inner.tdshap", "resume": True},
+                                   {"resume": "inner.tdshap"}])
+def test_the_method_s_own_checkpoint_is_refused_before_any_stage(data, tmp_path, monkeypatch,
+                                                                  inner):
+    # every stage would write the one file (each on other rows), or resume the previous
+    # stage's checkpoint and fail on its data after that stage's work
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inner.tdshap").write_bytes(b"the user's file")
+    monkeypatch.setattr(SequentialRemoval, "_stage", lambda *a: pytest.fail("a stage ran"))
+    method = TDShap(Ridge(), "neg_mae", k=5, n_min=0.8, max_iter=2, **inner)
+    with pytest.raises(ValueError, match=r"checkpoint= and resume= of SequentialRemoval"):
+        SequentialRemoval(method, step=4, max_remove=8, checkpoint=tmp_path / "seq.tdshap",
+                          ).fit(*data)
+    assert (tmp_path / "inner.tdshap").read_bytes() == b"the user's file"
+    assert not (tmp_path / "seq.tdshap").exists()

@@ -103,6 +103,13 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         if not all(hasattr(self.method, a) for a in ("fit", "get_params", "algorithm")):
             raise ValueError("method must be a tdshap valuation method such as TDShap(Ridge()), "
                              f"not the model itself: got {self.method!r}.")
+        inner = self.method.get_params(deep=False)
+        # every stage is a clone on other rows: one file would be overwritten by each stage,
+        # or resumed by the next one and refused for its data after a stage's work
+        if inner.get("checkpoint") is not None or inner.get("resume") not in (None, False):
+            raise ValueError("the method's own checkpoint= and resume= would be shared by "
+                             "every stage: drop them from the method and use checkpoint= "
+                             "and resume= of SequentialRemoval, which save the whole run.")
         check_random_state(self.random_state)  # its own generator comes before any stage's
         check_number(self.step, "step", low=1, integer=True, hint="Rows removed per stage.")
         self._check_checkpoint_params()
