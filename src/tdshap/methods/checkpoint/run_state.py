@@ -83,6 +83,36 @@ def vector(arrays: dict[str, np.ndarray], name: str, n: int, kinds: str = "iuf")
     return arr
 
 
+def _check_pulls(counts: np.ndarray, mu: np.ndarray, m2: np.ndarray, low: np.ndarray,
+                 high: np.ndarray) -> None:
+    """Each row's count fits its own saved moments (:class:`APTState`'s update gives them).
+
+    Pull counts moved between rows keep the total that the subclasses check, so only what
+    a row's moments imply is left: a row never pulled holds the initial moments, one pulled
+    once has no spread, and ``c`` rewards within ``[low, high]`` have a sum of squared
+    deviations of at most ``c * (high - low)**2 / 4`` (Popoviciu's inequality). Pulls moved
+    onto a row cannot be told from its moments: what is refused is a row left with fewer
+    pulls than its rewards took.
+    """
+    unpulled = counts == 0
+    odd = unpulled & ((mu != 0) | (m2 != 0) | (low != np.inf) | (high != -np.inf))
+    if odd.any():
+        row = int(np.flatnonzero(odd)[0])
+        raise CheckpointError(f"array 'counts' holds no pull for row {row}, which holds "
+                              "rewards in 'mu', 'm2', 'low' and 'high'")
+    pulled = ~unpulled
+    spread = np.where(pulled, high - low, 0.0)
+    # the relative slack covers the rounding of Welford's running sum (exact for equal rewards)
+    short = pulled & (((counts == 1) & (spread > 0)) |
+                      (4 * m2 > counts * spread**2 * (1 + 1e-9)))
+    if short.any():
+        row = int(np.flatnonzero(short)[0])
+        raise CheckpointError(
+            f"array 'counts' gives row {row} {int(counts[row])} pull(s), fewer than its "
+            f"rewards took (they spread over [{low[row]:.6g}, {high[row]:.6g}] with a sum "
+            f"of squares of {m2[row]:.6g})")
+
+
 @dataclass
 class ResumableRun:
     """A run in progress: running estimates, random generator, steps done, elapsed seconds."""
@@ -214,6 +244,7 @@ class ResumableRun:
                 ((lo > mu + slack) | (mu > hi + slack)).any():
             raise CheckpointError("arrays 'low' and 'high' are not the smallest and largest "
                                   "rewards of the rows' means 'mu'")
+        _check_pulls(counts, arrays["mu"], arrays["m2"], low, high)
         keys, values = arrays.get("cache_keys"), arrays.get("cache_values")
         if keys is None or values is None or keys.ndim != 2 or keys.shape[1] != 16 or \
                 keys.dtype != np.uint8 or values.shape != (len(keys),) or \
