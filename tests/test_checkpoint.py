@@ -106,6 +106,39 @@ def test_resume_refuses_thresholds_the_settings_do_not_give(breast_cancer_small,
     assert _fit(d, tau=-0.01, eps=0.01, max_iter=4, resume=path).tau_ == -0.01
 
 
+def _move_pulls(counts, m2, spread):
+    """Pulls of the most spread row moved to the least pulled one (or all of them)."""
+    counts = counts.copy()
+    i = int(np.argmax(m2))
+    j = int(np.argmin(np.where(np.arange(len(counts)) == i, np.inf, counts)))
+    if spread == "swap":
+        counts[i], counts[j] = counts[j], counts[i]
+    else:
+        counts[j], counts[i] = counts[j] + counts[i], 0
+    return counts
+
+
+@pytest.mark.parametrize("spread", ["swap", "zero"])
+def test_resume_refuses_pull_counts_moved_between_rows(breast_cancer_small, tmp_path, spread):
+    from tdshap.methods.checkpoint.files import write_checkpoint
+
+    # the total still matches the rounds, but a row's rewards spread over [low, high] with
+    # sum of squares m2 took more pulls than its edited count; resumed, its mean weighed
+    # as if from other pulls and its interval narrowed by pulls it never had
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    _fit(d, max_iter=6, checkpoint=path)
+    meta, arrays = read_checkpoint(path)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "version")}
+    moved = _move_pulls(arrays["counts"], arrays["m2"], spread)
+    assert moved.sum() == arrays["counts"].sum() and arrays["m2"].max() > 0
+    write_checkpoint(path, meta, {**arrays, "counts": moved})
+    with pytest.raises(ValueError, match=r"run.tdshap' is damaged or was edited: .*'counts'"):
+        _fit(d, max_iter=8, resume=path)
+    write_checkpoint(path, meta, arrays)  # as saved: resumed
+    _same_run(_fit(d, max_iter=8, resume=path), _fit(d, max_iter=8))
+
+
 def test_resume_input_errors(breast_cancer_small, tmp_path):
     d = breast_cancer_small
     args = (d.X_train, d.y_train, d.X_val, d.y_val)

@@ -36,6 +36,14 @@ def test_fine_tuning_from_the_pretrained_encoder_is_seeded():
     b = prepared.fit(ids[:4], y[:4]).predict_proba(ids)
     np.testing.assert_array_equal(a, b)
     assert a.shape == (8, 2) and np.allclose(a.sum(1), 1.0)
+    # padding is masked: the texts tokenised to another length are the same input, and a
+    # length beyond the 512 position embeddings is one line, not torch's size mismatch
+    fitted = prepared.fit(ids[:4], y[:4])
+    longer = text.tokenize(["good game", "great match", "new phone", "fast laptop"] * 2,
+                           max_length=16)
+    np.testing.assert_allclose(fitted.predict_proba(longer), a, atol=1e-5)
+    with pytest.raises(ValueError, match="fitted on length 8 and its module cannot take 600"):
+        fitted.predict_proba(np.full((2, 600), 1000, dtype=np.int64))
     encoder = prepared.init_from.payload
     pretrained = text.minilm_classifier(2).state_dict()
     key = "encoder.embeddings.word_embeddings.weight"

@@ -262,6 +262,58 @@ def test_calls_after_fit_refuse_bad_rows_as_fit_does(images):
     assert est.predict_proba(X_val[:0]).shape == (0, 3)
     assert est.predict(X_val[:4]).shape == (4,)
 
+class _PooledTokens(torch.nn.Module):
+    """Token ids -> embeddings averaged over the non-padding ids -> a linear head: any
+    sequence length is the same input, as for the MiniLM text model."""
+
+    def __init__(self, n_classes: int) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(20, 4)
+        self.head = torch.nn.Linear(4, n_classes)
+
+    def forward(self, ids):
+        mask = (ids != 0).to(torch.float32).unsqueeze(-1)
+        return self.head((self.embed(ids) * mask).sum(1) / mask.sum(1).clamp(min=1))
+
+
+def _flat_tokens(n_classes: int) -> torch.nn.Module:
+    """A head sized for 6 tokens: no other length fits it."""
+    return torch.nn.Sequential(torch.nn.Embedding(20, 4), torch.nn.Flatten(),
+                               torch.nn.Linear(24, n_classes))
+
+
+def _token_ids(length: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    ids = np.zeros((12, length), dtype=np.int64)
+    ids[:, :4] = rng.integers(1, 20, size=(12, 4))  # 4 real tokens, then padding
+    return ids, np.arange(12) % 2
+
+
+def test_token_ids_of_another_length_are_taken_when_the_module_takes_them():
+    # a text model pads and masks: the same texts tokenised to another max_length are the
+    # same input (the MiniLM model gives the same probabilities), but the fitted-shape
+    # check refused every length but fit's
+    ids, y = _token_ids(6)
+    longer = np.pad(ids, ((0, 0), (0, 4)))
+    est = TorchClassifier(module=_PooledTokens, epochs=2, batch_size=4, lr=1e-2, device="cpu",
+                          input_dtype="long", random_state=0).fit(ids, y)
+    np.testing.assert_allclose(est.predict_proba(longer), est.predict_proba(ids), atol=1e-6)
+    np.testing.assert_allclose(est.embed(longer), est.embed(ids), atol=1e-6)
+    with pytest.raises(ValueError, match=r"rows of shape \(6, 1\) but the classifier was "
+                                         r"fitted on rows of shape \(6,\)"):
+        est.predict_proba(ids[:, :, None])  # only the length may differ, not the layout
+    # a module that cannot take the length: one line naming both lengths and the fix, not
+    # torch's matmul error from deep inside
+    flat = TorchClassifier(module=_flat_tokens, epochs=1, batch_size=4, lr=1e-2, device="cpu",
+                           input_dtype="long", random_state=0).fit(ids, y)
+    for call in (flat.predict_proba, flat.predict, flat.embed):
+        with pytest.raises(ValueError, match=r"token sequences of length 10, but the "
+                                             r"classifier was fitted on length 6 and its "
+                                             r"module cannot take 10 .*max_length=6"):
+            call(longer)
+    assert flat.predict_proba(ids).shape == (12, 2)
+
+
 def test_auto_device_is_cuda_when_present():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto").type == expected

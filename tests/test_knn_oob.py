@@ -125,13 +125,32 @@ def test_other_models_are_refused_with_what_to_use(estimator, message):
         KNNOutOfBag(estimator).fit(X, y)
 
 
-@pytest.mark.parametrize("k, message", [
-    (10**18, r"n_neighbors=1000000000000000000 must be a whole number from 1 to 2147483647"),
-    (100_000, r"bag tables of n_neighbors=100000 need .* memory budget .* fewer neighbours"),
+@pytest.mark.parametrize("k, budget, message", [
+    (10**18, None, r"n_neighbors=1000000000000000000 must be a whole number from 1 to 40"),
+    (30, "1e-6", r"bag tables of n_neighbors=30 need .* memory budget .* fewer neighbours"),
 ])
-def test_huge_n_neighbors_is_refused_before_any_table_is_built(k, message):
+def test_huge_n_neighbors_is_refused_before_any_table_is_built(k, budget, message,
+                                                               monkeypatch):
     # both were a MemoryError from deep inside numpy
+    if budget is not None:
+        monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", budget)
     X, y = make_classification(40, n_features=3, n_informative=3, n_redundant=0,
                                random_state=0)
     with pytest.raises(ValueError, match=message):
         KNNOutOfBag(KNeighborsClassifier(k)).fit(X, y)
+
+
+def test_more_neighbours_than_rows_is_refused_as_scikit_learn_refuses_it():
+    # a bag holds N rows (with repeats), and scikit-learn's k-NN refuses to predict with
+    # more neighbours than it was fitted on: every bag of DataOOB would fail. The closed
+    # form valued that model anyway, in (k+1)^3 tables: k = 500 with 50 rows took 20 s
+    # and gigabytes for the values of a model that cannot be fitted
+    X, y = make_classification(50, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=0)
+    for k in (51, 60, 500, 10**6):
+        with pytest.raises(ValueError, match=rf"n_neighbors={k} must be a whole number from "
+                                             r"1 to 50\. .*N=50 training rows"):
+            KNNOutOfBag(KNeighborsClassifier(k)).fit(X, y)
+    with pytest.raises(ValueError, match="n_neighbors=60"):  # through a Pipeline too
+        KNNOutOfBag(make_pipeline(StandardScaler(), KNeighborsClassifier(60))).fit(X, y)
+    assert KNNOutOfBag(KNeighborsClassifier(50)).fit(X, y).n_neighbors_ == 50

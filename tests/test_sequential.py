@@ -127,3 +127,115 @@ def test_a_killed_run_resumes_after_its_last_stage(data, tmp_path, monkeypatch):
                           resume=path).fit(*data)
     with pytest.raises(ValueError, match="no such checkpoint file"):  # the same rule as TDShap's
         make(resume=tmp_path / "missing.tdshap").fit(*data)
+
+
+def _seq_checkpoint(data, tmp_path):
+    """A checkpoint of a SequentialRemoval run stopped after 2 of its 4 stages."""
+    from tdshap.methods.checkpoint.files import read_checkpoint
+
+    def make(**kw):
+        kw.setdefault("max_remove", 16)
+        return SequentialRemoval(LeaveOneOut(Ridge(), "neg_mae", k=1, max_remove=1), step=4,
+                                 random_state=1, **kw)
+
+    path = tmp_path / "seq.tdshap"
+    make(max_remove=8, checkpoint=path).fit(*data)  # 2 stages: what the longer run saved
+    meta, arrays = read_checkpoint(path)
+    meta["settings"]["max_remove"] = 16
+    meta["finished"] = False
+    return make, path, meta, arrays
+
+
+def _swap_first(a):
+    return np.r_[a[1], a[0], a[2:]]
+
+
+@pytest.mark.parametrize("edit", [
+    # row indices: the removed rows and the others must split the rows
+    {"removed": lambda a: np.r_[-1, a["removed"][1:]]},
+    {"removed": lambda a: np.r_[a["removed"][:-1], a["removed"][0]]},
+    {"removed": lambda a: np.r_[a["removed"][:-1], 999]},
+    {"removed": lambda a: a["removed"].astype(float)},
+    {"rest": lambda a: a["rest"][:-3]},
+    {"rest": lambda a: np.r_[a["rest"][:-1], a["removed"][0]]},
+    {"removed": None},
+    # progress beyond what the settings allow, or out of step with the stages
+    {"removed": lambda a: np.arange(30), "rest": lambda a: np.arange(30, 50)},
+    {"removed": lambda a: a["removed"][:-1], "rest": lambda a: np.r_[a["rest"],
+                                                                     a["removed"][-1]]},
+    {"meta.rounds": 5, "meta.stage_fits": [1, 2, 3, 4, 5]},
+    {"meta.stage_fits": "abc"},
+    {"meta.finished": "yes"},
+    {"meta.finished": True},
+    # the estimates: shapes, NaN, signs
+    {"values": lambda a: a["values"][:10]},
+    {"values": lambda a: a["values"].reshape(5, 10)},
+    {"values": lambda a: np.full(50, np.nan)},
+    {"values": lambda a: np.full(50, np.inf)},
+    {"counts": lambda a: -a["counts"]},
+    {"counts": lambda a: a["counts"] + 0.5},
+    {"variances": lambda a: -np.ones(50)},
+    # counters, clock and random generator
+    {"meta.totals": None},
+    {"meta.totals": {"n_fits": "x", "n_evaluations": 0, "fit_seconds": 0.0}},
+    {"meta.totals": {"n_fits": 0, "n_evaluations": 0, "fit_seconds": 0.0, "evil": 1}},
+    {"meta.totals.n_fits": 1},
+    {"meta.elapsed": None},
+    {"meta.elapsed": "x"},
+    {"meta.rng": {"bit_generator": "seed"}},
+    {"meta.rng": {"bit_generator": "default_rng"}},
+    {"meta.rng": {"bit_generator": "PCG64", "state": 3}},
+], ids=lambda e: "-".join(e))
+def test_an_edited_checkpoint_is_refused_before_any_stage(data, tmp_path, monkeypatch, edit):
+    from tdshap.methods.checkpoint.files import write_checkpoint
+
+    make, path, meta, arrays = _seq_checkpoint(data, tmp_path)
+    for key, change in edit.items():
+        if key.startswith("meta.totals."):
+            meta["totals"][key.split(".")[-1]] += change
+        elif key.startswith("meta."):
+            meta[key[5:]] = change
+            if change is None:
+                del meta[key[5:]]
+        elif change is None:
+            del arrays[key]
+        else:
+            arrays[key] = change(arrays)
+    write_checkpoint(path, {k: v for k, v in meta.items() if k not in ("format", "version")},
+                     arrays)
+    # a file names no function to call (the 'seed' edit called np.random.seed())
+    monkeypatch.setattr(np.random, "seed", lambda *a: pytest.fail("the file called a function"))
+    monkeypatch.setattr(SequentialRemoval, "_stage", lambda *a: pytest.fail("a stage ran"))
+    with pytest.raises(ValueError, match=r"seq.tdshap' is damaged or was edited: .*start a "
+                                         r"new run without resume"):
+        make(resume=path).fit(*data)
+
+
+def test_a_checkpoint_as_saved_resumes_to_the_uninterrupted_run(data, tmp_path):
+    from tdshap.methods.checkpoint.files import write_checkpoint
+
+    make, path, meta, arrays = _seq_checkpoint(data, tmp_path)
+    write_checkpoint(path, {k: v for k, v in meta.items() if k not in ("format", "version")},
+                     arrays)
+    resumed, expected = make(resume=path).fit(*data), make().fit(*data)
+    np.testing.assert_array_equal(resumed.order_, expected.order_)
+    np.testing.assert_array_equal(resumed.values_, expected.values_)
+    assert resumed.result_.n_fits == expected.result_.n_fits
+
+
+@pytest.mark.parametrize("inner", [{"checkpoint": "inner.tdshap"},
+                                   {"checkpoint": "inner.tdshap", "resume": True},
+                                   {"resume": "inner.tdshap"}])
+def test_the_method_s_own_checkpoint_is_refused_before_any_stage(data, tmp_path, monkeypatch,
+                                                                  inner):
+    # every stage would write the one file (each on other rows), or resume the previous
+    # stage's checkpoint and fail on its data after that stage's work
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inner.tdshap").write_bytes(b"the user's file")
+    monkeypatch.setattr(SequentialRemoval, "_stage", lambda *a: pytest.fail("a stage ran"))
+    method = TDShap(Ridge(), "neg_mae", k=5, n_min=0.8, max_iter=2, **inner)
+    with pytest.raises(ValueError, match=r"checkpoint= and resume= of SequentialRemoval"):
+        SequentialRemoval(method, step=4, max_remove=8, checkpoint=tmp_path / "seq.tdshap",
+                          ).fit(*data)
+    assert (tmp_path / "inner.tdshap").read_bytes() == b"the user's file"
+    assert not (tmp_path / "seq.tdshap").exists()

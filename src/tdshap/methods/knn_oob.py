@@ -58,7 +58,6 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._validation import check_number
 from tdshap.methods.direct import DirectValuation
-from tdshap.methods.knn_shapley import MAX_NEIGHBORS
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
 from tdshap.utility.fast.budget import over_budget
@@ -148,8 +147,9 @@ class KNNOutOfBag(DirectValuation):
     Parameters
     ----------
     estimator:
-        A ``KNeighborsClassifier`` (uniform weights, Euclidean), or a
-        ``Pipeline`` ending in one; ``None``: 5 neighbours.
+        A ``KNeighborsClassifier`` (uniform weights, Euclidean, at most N
+        neighbours, as a bag holds N rows), or a ``Pipeline`` ending in one;
+        ``None``: 5 neighbours.
     metric:
         ``None`` or ``"true_class_proba"`` (the only one).
     tau:
@@ -209,10 +209,16 @@ class KNNOutOfBag(DirectValuation):
         if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
             Xa = np.asarray(Pipeline(estimator.steps[:-1]).fit(Xa, ya).transform(Xa), float)
         model = knn_step(estimator)
-        # the slot tables below hold two (k+1)^3 arrays: a huge k (10**18) was a MemoryError
-        # from deep inside numpy, so k is bounded as KNNShapley bounds it, then by the budget
-        check_number(model.n_neighbors, "n_neighbors", low=1, high=MAX_NEIGHBORS, integer=True,
-                     hint="It is the KNeighborsClassifier's number of neighbours, e.g. 5.")
+        # a bag holds N rows (with repeats) and scikit-learn's k-NN refuses more neighbours
+        # than it was fitted on, so DataOOB's every bag fails beyond N; the closed form would
+        # value that model anyway, in (k+1)^3 slot tables (k = 500 for 50 rows: seconds and
+        # gigabytes). A huge k (10**18) was a MemoryError from deep inside numpy; below N,
+        # k is bounded by the budget
+        n = len(ya)
+        check_number(model.n_neighbors, "n_neighbors", low=1, high=n, integer=True,
+                     hint=f"It is the KNeighborsClassifier's number of neighbours, e.g. "
+                          f"{min(5, n)}: a bag holds the N={n} training rows (with repeats), "
+                          "and a k-NN cannot ask for more neighbours than it has rows.")
         tables = over_budget(f"the bag tables of n_neighbors={model.n_neighbors}",
                              2 * 8 * (int(model.n_neighbors) + 1) ** 3)
         if tables:
@@ -222,7 +228,7 @@ class KNNOutOfBag(DirectValuation):
         if len(classes) < 2:
             raise ValueError("y has a single class: there is nothing to tell apart.")
         self.n_classes_ = len(classes)
-        if len(ya) < 2:
+        if n < 2:
             raise ValueError("KNNOutOfBag needs at least two rows (each is valued by the others).")
         try:
             lists = NeighborLists(model, Xa, ya, search=self.neighbor_search)
@@ -233,7 +239,7 @@ class KNNOutOfBag(DirectValuation):
         values, variances, tail = bag_reward_moments(same, k)
         self.n_neighbors_ = k
         draws = max(2, round(self.evidence_bags * np.exp(-1.0)))
-        self._finish(values=values, counts=np.full(len(ya), draws, dtype=np.int64),
+        self._finish(values=values, counts=np.full(n, draws, dtype=np.int64),
                      variances=variances, interval="normal",
                      extra={"n_neighbors": k, "evidence_bags": int(self.evidence_bags),
                             "task": "classification", "depth": lists.depth,

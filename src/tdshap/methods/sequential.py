@@ -34,8 +34,9 @@ from sklearn.base import BaseEstimator, clone
 
 from tdshap._validation import check_data, check_number, check_random_state
 from tdshap.methods.base import seed_of
-from tdshap.methods.checkpoint.files import data_fingerprint
+from tdshap.methods.checkpoint.files import CheckpointError, data_fingerprint, plan_resume
 from tdshap.methods.checkpoint.mixin import Checkpointing
+from tdshap.methods.checkpoint.run_state import number, saved_generator, vector, whole
 from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
@@ -67,7 +68,8 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         saved run, which then ends as the uninterrupted run would, with the
         meaning every method gives it
         (:class:`~tdshap.methods.checkpoint.mixin.Checkpointing`). A killed
-        run loses at most the stage in progress.
+        run loses at most the stage in progress; a damaged or edited
+        checkpoint is refused before any stage runs.
 
     Attributes
     ----------
@@ -101,6 +103,13 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         if not all(hasattr(self.method, a) for a in ("fit", "get_params", "algorithm")):
             raise ValueError("method must be a tdshap valuation method such as TDShap(Ridge()), "
                              f"not the model itself: got {self.method!r}.")
+        inner = self.method.get_params(deep=False)
+        # every stage is a clone on other rows: one file would be overwritten by each stage,
+        # or resumed by the next one and refused for its data after a stage's work
+        if inner.get("checkpoint") is not None or inner.get("resume") not in (None, False):
+            raise ValueError("the method's own checkpoint= and resume= would be shared by "
+                             "every stage: drop them from the method and use checkpoint= "
+                             "and resume= of SequentialRemoval, which save the whole run.")
         check_random_state(self.random_state)  # its own generator comes before any stage's
         check_number(self.step, "step", low=1, integer=True, hint="Rows removed per stage.")
         self._check_checkpoint_params()
@@ -141,7 +150,11 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         run = _SequentialRun.fresh(n, np.random.default_rng(self.random_state))
         saved = self._resume_from(data, settings)
         if saved is not None:
-            run = _SequentialRun.restore(*saved)
+            try:
+                run = _SequentialRun.restore(*saved, n, int(self.step), max_remove)
+            except CheckpointError as err:
+                raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
+                    from None
         saver = self._schedule(data, settings)
         start = time.perf_counter() - run.elapsed
         bar = RunProgress(self.progress, desc=f"sequential {self.method.__class__.__name__}")
@@ -210,6 +223,10 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         run.stage_fits.append(int(result.n_fits))
 
 
+#: what a run sums over its stages (the result's counters of the same names)
+_TOTALS = ("n_fits", "n_evaluations", "fit_seconds")
+
+
 @dataclass
 class _SequentialRun:
     """What a sequential run has done so far (and what its checkpoint holds)."""
@@ -220,8 +237,7 @@ class _SequentialRun:
     variances: np.ndarray
     removed: np.ndarray
     rest: np.ndarray
-    totals: dict[str, float] = field(default_factory=lambda: {
-        "n_fits": 0, "n_evaluations": 0, "fit_seconds": 0.0})
+    totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TOTALS, 0))
     stage_fits: list[int] = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -244,9 +260,47 @@ class _SequentialRun:
                 "removed": self.removed, "rest": self.rest}
 
     @classmethod
-    def restore(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> _SequentialRun:
-        bit_generator = getattr(np.random, meta["rng"]["bit_generator"])()
-        bit_generator.state = meta["rng"]
-        return cls(np.random.Generator(bit_generator), arrays["values"], arrays["counts"],
-                   arrays["variances"], arrays["removed"], arrays["rest"],
-                   dict(meta["totals"]), list(meta["stage_fits"]), float(meta["elapsed"]))
+    def restore(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray], n: int, step: int,
+                max_remove: int) -> _SequentialRun:
+        """The run a checkpoint holds, if it fits a run on ``n`` rows with these settings.
+
+        Everything is checked before a stage runs (else a :class:`CheckpointError`): an
+        edited file resumed into an order that lists a row twice or never, into more
+        removals than ``max_remove``, or into an error deep inside a stage.
+        """
+        # every stage but the last removes ``step`` rows, and a run stops at max_remove
+        rounds = whole(meta, "rounds", 0, -(-max_remove // step))
+        done = min(rounds * step, max_remove)
+        removed = vector(arrays, "removed", done, "iu")
+        rest = vector(arrays, "rest", n - done, "iu")
+        if not np.array_equal(np.sort(np.concatenate([removed, rest])), np.arange(n)):
+            raise CheckpointError(f"arrays 'removed' and 'rest' do not split the {n} rows (a "
+                                  "row is missing, repeated or not one of them)")
+        if meta.get("finished") is not (done >= max_remove):
+            raise CheckpointError(f"field 'finished' is {meta.get('finished')!r}, but {done} of "
+                                  f"max_remove={max_remove} rows are removed")
+        stage_fits = meta.get("stage_fits")
+        if not isinstance(stage_fits, list) or len(stage_fits) != rounds or not all(
+                isinstance(f, int) and not isinstance(f, bool) and f >= 0 for f in stage_fits):
+            raise CheckpointError(f"field 'stage_fits' is not {rounds} whole numbers, one per "
+                                  "stage")
+        totals = meta.get("totals")
+        if not isinstance(totals, dict) or set(totals) != set(_TOTALS):
+            raise CheckpointError(f"field 'totals' does not hold {', '.join(_TOTALS)}")
+        if whole(totals, "n_fits") != sum(stage_fits):
+            raise CheckpointError(f"field 'totals' counts {totals['n_fits']} fits, but the "
+                                  f"stages made {sum(stage_fits)}")
+        whole(totals, "n_evaluations")
+        number(totals, "fit_seconds", 0.0)
+        counts = vector(arrays, "counts", n, "iu")
+        values, variances = (vector(arrays, name, n, "f") for name in ("values", "variances"))
+        if counts.min(initial=0) < 0:
+            raise CheckpointError("array 'counts' holds negative pull counts")
+        # a value is NaN only for a row its stage never measured (DataOOB's row in every bag)
+        if np.isinf(values).any() or np.isnan(values[counts > 0]).any():
+            raise CheckpointError("array 'values' holds infinite values, or NaN for rows "
+                                  "that were valued")
+        if (variances < 0).any():
+            raise CheckpointError("array 'variances' holds negative variances")
+        return cls(saved_generator(meta), values, counts, variances, removed, rest,
+                   dict(totals), list(stage_fits), number(meta, "elapsed", 0.0))

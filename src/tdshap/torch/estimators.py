@@ -28,7 +28,8 @@ as one computation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,8 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         Integer seed of the fit (``None``: fresh entropy).
     input_dtype:
         dtype of the module's input: ``"float32"``, or ``"long"`` for token ids.
+        After fit, rows must be shaped as in fit; token ids may have another
+        sequence length (the last axis) when the module takes it.
     classes:
         All class labels, fixed by :meth:`prepare`; ``None``: those in ``y``.
     init_from:
@@ -211,11 +214,44 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         matmul of the wrong size) or return NaN probabilities for a NaN row."""
         Xa = as_features(X, "X")
         fitted = getattr(self, "input_shape_", None)
-        if fitted is not None and Xa.shape[1:] != fitted:
+        if fitted is not None and Xa.shape[1:] != fitted and not self._other_length(Xa):
             raise ValueError(f"X has rows of shape {Xa.shape[1:]} but the classifier was fitted "
                              f"on rows of shape {fitted}: pass rows shaped as in fit (e.g. "
                              "images of the same size), or fit again on the new shape.")
         return Xa
+
+    def _other_length(self, X: np.ndarray) -> bool:
+        """``X`` is token ids shaped as in fit but for the sequence length (the last axis).
+
+        A text model pads and masks, so the same texts tokenised to another
+        ``max_length`` are the same input (the MiniLM model of
+        :mod:`tdshap.torch.text` gives the same probabilities for 8 or 16); whether
+        the module takes the length is for it to say (:meth:`_module_takes`).
+        """
+        fitted = getattr(self, "input_shape_", None)
+        return (self.input_dtype == "long" and fitted is not None and len(fitted) >= 1
+                and X.shape[1:-1] == fitted[:-1] and X.shape[1:] != fitted)
+
+    @contextmanager
+    def _module_takes(self, X: np.ndarray) -> Iterator[None]:
+        """Around the module's calls on ``X``: token ids of another length that the module
+        cannot take (a head sized for fit's length, more tokens than its position
+        embeddings) fail in one line naming both lengths, not from deep inside torch."""
+        if not self._other_length(X):
+            yield
+            return
+        length, fitted = X.shape[-1], self.input_shape_[-1]
+        try:
+            yield
+        except torch.cuda.OutOfMemoryError:
+            raise  # a longer input may not fit on the device: that is not about the module
+        except (RuntimeError, IndexError) as err:
+            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ValueError(
+                f"X has token sequences of length {length}, but the classifier was fitted on "
+                f"length {fitted} and its module cannot take {length} ({detail}): pad or "
+                f"truncate the ids to {fitted} (tokenize(..., max_length={fitted})), or fit "
+                "again on the new length.") from None
 
     # -- tensors and modules ---------------------------------------------
     def input_tensor(self, X: Any, device: torch.device) -> torch.Tensor:
@@ -300,7 +336,8 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             state = self.initial_state(n_classes, FitSeeds.from_seed(_seed_of(self.random_state)))
             module = self.build_module(n_classes, state, resolve_device(self.device))
         device = next(module.parameters()).device
-        return representation(module, self.input_tensor(X, device))
+        with self._module_takes(X):
+            return representation(module, self.input_tensor(X, device))
 
     @property
     def utility_class(self) -> Callable[..., Any]:
@@ -343,7 +380,9 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         device = next(self.module_.parameters()).device
         self.module_.eval()
         Xt = self.input_tensor(X, device)
-        out = [torch.softmax(self.module_(Xt[i : i + 512]), -1) for i in range(0, len(Xt), 512)]
+        with self._module_takes(X):
+            out = [torch.softmax(self.module_(Xt[i : i + 512]), -1)
+                   for i in range(0, len(Xt), 512)]
         return torch.cat(out).cpu().numpy().astype(float)
 
     def predict(self, X: Any) -> np.ndarray:

@@ -75,6 +75,12 @@ class Checkpointing:
         check_resumable(meta, self.algorithm, data, settings, plan.path)
         return meta, arrays
 
+    @staticmethod
+    def _restore_error(err: CheckpointError, path: Any) -> CheckpointError:
+        """``err`` as one line that names the file and what to do."""
+        return CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}; "
+                               "start a new run without resume.")
+
     def _schedule(self, data: str, settings: dict[str, Any]) -> CheckpointSchedule | None:
         """Where and how often this run saves (None: it does not)."""
         if self.checkpoint is None:
@@ -112,12 +118,6 @@ class CheckpointedValuation(BaseValuation, Checkpointing):
     def _load(self, utility: Utility) -> Saved | None:
         """The checkpoint to resume, checked against this data and these settings (or None)."""
         return self._resume_from(self._fingerprint(utility), self._settings(utility))
-
-    @staticmethod
-    def _restore_error(err: CheckpointError, path: Any) -> CheckpointError:
-        """``err`` as one line that names the file and what to do."""
-        return CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}; "
-                               "start a new run without resume.")
 
     def _saver(self, utility: Utility) -> CheckpointSchedule | None:
         return self._schedule(self._fingerprint(utility), self._settings(utility))

@@ -48,6 +48,32 @@ def number(meta: dict[str, Any], name: str, low: float = -math.inf) -> float:
     return float(value)
 
 
+def saved_generator(meta: dict[str, Any]) -> np.random.Generator:
+    """The random generator in ``meta["rng"]``, else a :class:`CheckpointError`.
+
+    Only a bit generator of :data:`BIT_GENERATORS` is made: a name looked up in
+    ``np.random`` would let a file call any of its functions (``seed`` resets numpy's
+    global generator).
+    """
+    rng = meta.get("rng")
+    if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
+        raise CheckpointError("field 'rng' does not name a numpy bit generator of "
+                              f"{', '.join(BIT_GENERATORS)}")
+    try:
+        bit_generator = BIT_GENERATORS[rng["bit_generator"]]()
+        bit_generator.state = rng
+        # a state that repeats one number forever hangs numpy's bounded draws
+        degenerate = len(np.unique(bit_generator.random_raw(16))) == 1
+        bit_generator.state = rng  # the probe's draws taken back
+    except (KeyError, TypeError, ValueError, OverflowError) as err:
+        raise CheckpointError(f"field 'rng' is not a state of {rng['bit_generator']} "
+                              f"({err})") from None
+    if degenerate:
+        raise CheckpointError("field 'rng' is a degenerate generator state (it draws one "
+                              "number over and over)")
+    return np.random.Generator(bit_generator)
+
+
 def vector(arrays: dict[str, np.ndarray], name: str, n: int, kinds: str = "iuf") -> np.ndarray:
     """``arrays[name]`` if it is 1-D of length ``n`` and a numeric kind, else an error."""
     arr = arrays.get(name)
@@ -55,6 +81,36 @@ def vector(arrays: dict[str, np.ndarray], name: str, n: int, kinds: str = "iuf")
         shape = None if arr is None else f"{arr.dtype} {arr.shape}"
         raise CheckpointError(f"array {name!r} is {shape}; it must hold {n} numbers")
     return arr
+
+
+def _check_pulls(counts: np.ndarray, mu: np.ndarray, m2: np.ndarray, low: np.ndarray,
+                 high: np.ndarray) -> None:
+    """Each row's count fits its own saved moments (:class:`APTState`'s update gives them).
+
+    Pull counts moved between rows keep the total that the subclasses check, so only what
+    a row's moments imply is left: a row never pulled holds the initial moments, one pulled
+    once has no spread, and ``c`` rewards within ``[low, high]`` have a sum of squared
+    deviations of at most ``c * (high - low)**2 / 4`` (Popoviciu's inequality). Pulls moved
+    onto a row cannot be told from its moments: what is refused is a row left with fewer
+    pulls than its rewards took.
+    """
+    unpulled = counts == 0
+    odd = unpulled & ((mu != 0) | (m2 != 0) | (low != np.inf) | (high != -np.inf))
+    if odd.any():
+        row = int(np.flatnonzero(odd)[0])
+        raise CheckpointError(f"array 'counts' holds no pull for row {row}, which holds "
+                              "rewards in 'mu', 'm2', 'low' and 'high'")
+    pulled = ~unpulled
+    spread = np.where(pulled, high - low, 0.0)
+    # the relative slack covers the rounding of Welford's running sum (exact for equal rewards)
+    short = pulled & (((counts == 1) & (spread > 0)) |
+                      (4 * m2 > counts * spread**2 * (1 + 1e-9)))
+    if short.any():
+        row = int(np.flatnonzero(short)[0])
+        raise CheckpointError(
+            f"array 'counts' gives row {row} {int(counts[row])} pull(s), fewer than its "
+            f"rewards took (they spread over [{low[row]:.6g}, {high[row]:.6g}] with a sum "
+            f"of squares of {m2[row]:.6g})")
 
 
 @dataclass
@@ -161,20 +217,7 @@ class ResumableRun:
         number(meta, "tau")
         number(meta, "eps", 0.0)
         whole(meta, "run_seed", 0, 2**64 - 1)
-        rng = meta.get("rng")
-        if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
-            raise CheckpointError("field 'rng' does not name a numpy bit generator of "
-                                  f"{', '.join(BIT_GENERATORS)}")
-        try:  # a state that repeats one number forever hangs numpy's bounded draws
-            probe = BIT_GENERATORS[rng["bit_generator"]]()
-            probe.state = rng
-            degenerate = len(np.unique(probe.random_raw(16))) == 1
-        except (KeyError, TypeError, ValueError, OverflowError) as err:
-            raise CheckpointError(f"field 'rng' is not a state of {rng['bit_generator']} "
-                                  f"({err})") from None
-        if degenerate:
-            raise CheckpointError("field 'rng' is a degenerate generator state (it draws one "
-                                  "number over and over)")
+        saved_generator(meta)
         counters = meta.get("counters")
         if not isinstance(counters, dict):
             raise CheckpointError("field 'counters' is missing")
@@ -201,6 +244,7 @@ class ResumableRun:
                 ((lo > mu + slack) | (mu > hi + slack)).any():
             raise CheckpointError("arrays 'low' and 'high' are not the smallest and largest "
                                   "rewards of the rows' means 'mu'")
+        _check_pulls(counts, arrays["mu"], arrays["m2"], low, high)
         keys, values = arrays.get("cache_keys"), arrays.get("cache_values")
         if keys is None or values is None or keys.ndim != 2 or keys.shape[1] != 16 or \
                 keys.dtype != np.uint8 or values.shape != (len(keys),) or \
@@ -223,13 +267,12 @@ class ResumableRun:
         """
         cls.validate(meta, arrays, utility.n, expect or {})
         try:
-            bit_generator = BIT_GENERATORS[meta["rng"]["bit_generator"]]()
-            bit_generator.state = meta["rng"]
+            rng = saved_generator(meta)
             utility.run_seed = int(meta["run_seed"])
             restore_utility(utility, meta["counters"], arrays)
             stop.set_state(arrays)
             state = APTState.from_arrays(meta["tau"], meta["eps"], arrays)
-            run = cls.from_saved(state, np.random.Generator(bit_generator), meta, arrays)
+            run = cls.from_saved(state, rng, meta, arrays)
         except CheckpointError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) \
