@@ -519,8 +519,8 @@ METHODS: dict[str, Method] = {
                                  "choice for a k-NN in session 8)"),
     "find_harmful-proxy": Method(_find_harmful("knn_shapley_proxy"), "find_harmful with "
                                  "method='knn_shapley_proxy' (exact 5-NN Shapley of the "
-                                 "standardised rows standing in for any classifier)",
-                                 ("classification",)),
+                                 "standardised rows standing in for any model; a "
+                                 "regressor's on the training rows alone)"),
     "find_harmful-tdshap": Method(_find_harmful("tdshap"), "find_harmful with method='tdshap' "
                                   "(the defaults before: TDShap on the user's metric, tau/eps "
                                   "auto, 50 rounds)"),

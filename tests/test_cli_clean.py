@@ -522,7 +522,6 @@ def test_default_method_is_knn_shapley_for_a_knn_else_thresholding_data_oob(
     ("knn_oob", "classification", "k-NN classifiers only"),
     ("knn_shapley", "classification", "k-NN models only"),
     ("knn_shapley_train", "classification", "k-NN models only"),
-    ("knn_shapley_proxy", "regression", "classifiers only"),
 ])
 def test_the_closed_forms_refuse_other_models_before_writing(
         tmp_path: Path, method: str, task: str, words: str) -> None:

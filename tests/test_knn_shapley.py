@@ -363,3 +363,34 @@ def test_many_features_take_the_matrix_product_with_the_same_ties(task, monkeypa
 
     assert knn_shapley._PRODUCT_MIN_FEATURES <= X.shape[1]
     np.testing.assert_array_equal(values(knn_shapley._PRODUCT_MIN_FEATURES), values(10**6))
+
+
+def test_find_harmful_values_a_regressor_by_a_knn_regressor_proxy_on_the_training_rows():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from tdshap import find_harmful
+    from tdshap.app.report import method_label, text_report
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    X[:, 1] *= 1000.0  # the proxy standardises the rows
+    y = X[:, 0] + X[:, 1] / 1000.0 + 0.1 * rng.normal(size=400)
+    shifted = rng.choice(200, 20, replace=False)
+    y_train = y[:200].copy()
+    y_train[shifted] += 3.0 * y.std()
+    tree = DecisionTreeRegressor(max_depth=5, random_state=0)
+    rows = find_harmful(X[:200], y_train, tree, X_val=X[200:300], y_val=y[200:300],
+                        X_test=X[300:], y_test=y[300:], method="knn_shapley_proxy",
+                        random_state=0)
+    run = rows.run
+    # the 5-NN regressor of the standardised rows on the training rows alone: its values
+    # never saw the validation rows
+    scaler = StandardScaler().fit(X[:200])
+    alone = KNNShapley(KNeighborsRegressor(5), queries="training").fit(
+        scaler.transform(X[:200]), y_train)
+    np.testing.assert_allclose(run.result.values, alone.values_, atol=1e-12)
+    assert run.result.extra["validation_free"]
+    assert np.isin(np.argsort(run.result.values)[:20], shifted).mean() >= 0.8
+    assert run.cleansing is not None and run.cleansing.extra["n_fits"] > 0  # the tree refitted
+    assert method_label(run) == "exact 5-NN Shapley on the training rows, a proxy for the model"
+    assert "standing in for the model" in text_report(run)

@@ -170,8 +170,15 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
     boosted = HistGradientBoostingClassifier()
     assert choose_method(boosted, "auto", small)[0] == "tdoob"
     assert choose_method(boosted, "knn_shapley_proxy", small)[0] == "knn_shapley_proxy"
-    with pytest.raises(ValueError, match="classifiers only"):
-        choose_method(DecisionTreeRegressor(), "knn_shapley_proxy", small)
+    # a regressor's proxy: a 5-NN regressor of the standardised rows, on the training rows
+    # alone (as a k-NN regressor's own values: validation-free, so its cut checks the
+    # squared error)
+    assert choose_method(DecisionTreeRegressor(), "knn_shapley_proxy", small)[0] == \
+        "knn_shapley_proxy"
+    reg = make_valuer(DecisionTreeRegressor(), "neg_mae", set(), "knn_shapley_proxy",
+                      TDShapOptions(), 0, False, {}, n_rows=small)
+    assert reg.metric == "neg_mse" and reg.estimator.queries == "training"
+    assert isinstance(reg.estimator.estimator[-1], KNeighborsRegressor)
     proxy = make_valuer(DecisionTreeClassifier(), "accuracy", set(), "auto", TDShapOptions(),
                         0, False, {}, n_rows=small)
     assert proxy.method == "knn_shapley_proxy" and proxy.metric == "true_class_proba"

@@ -50,7 +50,10 @@ def _method(run: HarmfulRun) -> str:
 
 def method_label(run: HarmfulRun) -> str:
     """The valuation method's display name (runs without a recorded method: TDShap)."""
-    return METHOD_LABELS.get(_method(run), "TDShap")
+    method = _method(run)
+    if method == "knn_shapley_proxy" and run.result.extra.get("queries") == "training":
+        return "exact 5-NN Shapley on the training rows, a proxy for the model"  # a regressor
+    return METHOD_LABELS.get(method, "TDShap")
 
 
 def headline(run: HarmfulRun) -> str:

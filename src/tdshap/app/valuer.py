@@ -89,7 +89,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.ensemble import AdaBoostClassifier, ExtraTreesClassifier, RandomForestClassifier
-from sklearn.neighbors import KNeighborsClassifier
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -145,6 +145,21 @@ PROXY_FAMILIES = ("sklearn.tree", "sklearn.linear_model", "sklearn.neighbors")
 #: one; docs/benchmarks.md). Gradient boosting keeps the bandit: its cut gained more there
 PROXY_CLASSES = (RandomForestClassifier, ExtraTreesClassifier, AdaBoostClassifier,
                  MLPClassifier, LinearSVC)
+
+
+def proxy_model(estimator: Any) -> Pipeline:
+    """The 5-NN of the standardised rows that stands in for ``estimator``: a classifier's or
+    a regressor's."""
+    knn = KNeighborsClassifier if is_classifier(estimator) else KNeighborsRegressor
+    return make_pipeline(StandardScaler(), knn(PROXY_NEIGHBORS))
+
+
+def proxy_queries(method: str, estimator: Any) -> str:
+    """The closed form's queries: a regressor's proxy takes the training rows alone, as a
+    k-NN regressor's own values do (validation queries cut clean rows: module docstring)."""
+    if method == "knn_shapley_proxy" and not is_classifier(estimator):
+        return "training"
+    return KNN_SHAPLEY_QUERIES[method]
 
 
 def proxy_measured(estimator: Any) -> bool:
@@ -285,10 +300,6 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
         if problem:
             raise ValueError(f"method={method!r} values k-NN models only ({problem}): "
                              "use method 'auto', 'knn_shapley_proxy' or 'tdoob'.")
-    if method == "knn_shapley_proxy" and not is_classifier(estimator):
-        raise ValueError("method='knn_shapley_proxy' values the rows of classifiers only "
-                         f"({type(estimator).__name__} is not one): use method 'auto' or "
-                         "'tdoob'.")
     if method != "auto":
         return method, "given"
     small = (n_rows is not None and n_rows <= KNN_SHAPLEY_MAX_ROWS
@@ -349,10 +360,9 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
                                  "sorts every row: leave `neighbor_search` 'exact'.",
                                  "neighbor_search", "method")
         # the proxy: a k-NN on the standardised rows values them for another classifier
-        knn = estimator if chosen != "knn_shapley_proxy" else make_pipeline(
-            StandardScaler(), KNeighborsClassifier(PROXY_NEIGHBORS))
+        knn = estimator if chosen != "knn_shapley_proxy" else proxy_model(estimator)
         exact = KNNShapley(knn, tau=0.0 if options.tau == "auto" else options.tau,
-                           queries=KNN_SHAPLEY_QUERIES[chosen], random_state=seed,
+                           queries=proxy_queries(chosen, estimator), random_state=seed,
                            progress=progress)
         proba = knn_shapley_task(knn) == "classification"
         return Valuer(exact, chosen, "true_class_proba" if proba else "neg_mse", why)
