@@ -227,3 +227,84 @@ def test_ctrl_c_mid_round_saves_the_state_before_it(breast_cancer_small, tmp_pat
     monkeypatch.setattr(Utility, "evaluate_chain", original)
     assert not checkpoint_info(path)["finished"]
     _same_run(_fit(d, checkpoint=path, resume=True, **kw), expected)
+
+
+# -- the checkpoint path: only a new path or an earlier checkpoint is written -----
+def _user_things(tmp_path):
+    """What a user may have at the path given as checkpoint=, by name: (path, its bytes)."""
+    csv = tmp_path / "data.csv"
+    csv.write_bytes(b"a,b\n1,2\n")
+    archive = tmp_path / "notes.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("notes.txt", "mine")
+    arrays = tmp_path / "arrays.npz"
+    np.savez(arrays, x=np.arange(3))
+    other = tmp_path / "other.npz"  # a tdshap metadata entry, of another format
+    blob = np.frombuffer(b'{"format": "tdshap.ValuationResult"}', dtype=np.uint8)
+    np.savez(other, __meta__=blob)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    link = tmp_path / "link.tdshap"
+    link.symlink_to(csv)
+    dangling = tmp_path / "dangling.tdshap"
+    dangling.symlink_to(tmp_path / "nowhere.csv")
+    return {p.name: p for p in (csv, archive, arrays, other, folder, link, dangling)}
+
+
+def _snapshot(folder):
+    return {p.name: (os.readlink(p) if p.is_symlink() else None,
+                     p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+            for p in folder.iterdir()}
+
+
+def _quick_methods():
+    from sklearn.linear_model import LogisticRegression
+
+    from tdshap import SequentialRemoval, TMCShapley
+
+    return {
+        "TDShap": lambda **kw: _model(**kw),
+        "TMCShapley": lambda **kw: TMCShapley(LogisticRegression(), "accuracy",
+                                              max_permutations=2, random_state=0, **kw),
+        "SequentialRemoval": lambda **kw: SequentialRemoval(_model(), step=5, max_remove=5,
+                                                            **kw),
+    }
+
+
+@pytest.mark.parametrize("method", ["TDShap", "TMCShapley", "SequentialRemoval"])
+@pytest.mark.parametrize("resume", [None, True])
+def test_a_checkpoint_path_holding_anything_but_a_checkpoint_is_refused_before_any_work(
+        breast_cancer_small, tmp_path, monkeypatch, method, resume):
+    from tdshap import SequentialRemoval
+    from tdshap.methods.base import BaseValuation
+
+    d = breast_cancer_small
+    things = _user_things(tmp_path)
+    before = _snapshot(tmp_path)
+    for where in (BaseValuation, SequentialRemoval):  # utility built / stage run: work began
+        monkeypatch.setattr(where, "_make_utility" if where is BaseValuation else "_stage",
+                            lambda *a, **k: pytest.fail("the run began its work"))
+    make = _quick_methods()[method]
+    for name, path in things.items():
+        what = {"folder": "directory", "link.tdshap": "symbolic link",
+                "dangling.tdshap": "symbolic link"}.get(name, "file")
+        with pytest.raises(ValueError, match=rf"^checkpoint {str(path)!r} is an existing "
+                           rf"{what} that is not a tdshap checkpoint: choose a new path"):
+            make(checkpoint=path, resume=resume).fit(d.X_train, d.y_train, d.X_val, d.y_val)
+    assert _snapshot(tmp_path) == before  # nothing written, replaced or left behind
+
+
+def test_a_fresh_run_overwrites_an_earlier_checkpoint_but_not_through_a_link(
+        breast_cancer_small, tmp_path):
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    _fit(d, max_iter=3, checkpoint=path)
+    _fit(d, max_iter=5, checkpoint=path)  # a fresh run (no resume) starts the file anew
+    assert checkpoint_info(path)["rounds"] == 5
+    # saving renames a file over the link itself, leaving the file it names stale
+    link = tmp_path / "latest.tdshap"
+    link.symlink_to(path)
+    saved = path.read_bytes()
+    with pytest.raises(ValueError, match="symbolic link that is not a tdshap checkpoint"):
+        _fit(d, max_iter=5, checkpoint=link, resume=True)
+    assert link.is_symlink() and path.read_bytes() == saved

@@ -24,9 +24,10 @@ import io
 import json
 import os
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -68,6 +69,54 @@ def write_checkpoint(
     return path
 
 
+def _archive_problem(fh: IO[bytes]) -> str | None:
+    """Why the file open in ``fh`` is not an archive a checkpoint could be, or None.
+
+    Only its first bytes and the zip directory are read; ``fh`` is left at its start.
+    """
+    magic = fh.read(4)
+    fh.seek(0)
+    return "not an .npz archive" if magic != _ZIP_MAGIC else unpacked_size_problem(fh)
+
+
+def _is_checkpoint(path: Path) -> bool:
+    """Whether ``path`` carries a checkpoint's signature; of its arrays only the metadata is read.
+
+    Any format version counts: an older run's checkpoint is the library's file, not the user's.
+    """
+    try:
+        with open(path, "rb") as fh:
+            if _archive_problem(fh):
+                return False
+            with zipfile.ZipFile(fh) as archive, archive.open(f"{_META}.npy") as member:
+                blob = np.lib.format.read_array(member, allow_pickle=False)
+        meta = json.loads(blob.tobytes().decode())
+    except Exception:  # unreadable, damaged, no metadata entry: not a checkpoint
+        return False
+    return isinstance(meta, dict) and meta.get("format") == FORMAT
+
+
+def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
+    """Refuse ``path`` as a run's checkpoint unless it is new or an earlier checkpoint.
+
+    A run saves by renaming a new file onto ``path``, so whatever is there is replaced:
+    a fresh run may start an earlier checkpoint anew, but a user's file is refused
+    before the run does any work. So is a symbolic link, even to a checkpoint: the
+    rename would replace the link, not the file it names (tdshap never makes links).
+    """
+    path = Path(path)
+    if path.is_symlink():
+        what, fate = "symbolic link", "the link would be replaced"
+    elif path.is_dir():
+        what, fate = "directory", "a checkpoint cannot be saved there"
+    elif not path.exists() or (path.is_file() and _is_checkpoint(path)):
+        return  # is_file first: opening a named pipe to read it would block
+    else:
+        what, fate = "file", "it would be overwritten"
+    raise CheckpointError(f"checkpoint {str(path)!r} is an existing {what} that is not a "
+                          f"tdshap checkpoint: choose a new path ({fate}).")
+
+
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``(meta, arrays)`` of a checkpoint; ``ValueError`` if it is not one."""
     path = Path(path)
@@ -75,11 +124,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
         raise FileNotFoundError(f"no checkpoint at {path}.")
     try:
         with open(path, "rb") as fh:  # closed even when numpy gives up half way
-            if fh.read(4) != _ZIP_MAGIC:
-                raise CheckpointError(f"{path} is not a tdshap checkpoint (not an .npz "
-                                      "archive).")
-            fh.seek(0)
-            problem = unpacked_size_problem(fh)
+            problem = _archive_problem(fh)
             if problem:
                 raise CheckpointError(f"{path} is not a tdshap checkpoint ({problem}).")
             with np.load(fh, allow_pickle=False) as npz:

@@ -27,6 +27,7 @@ from tdshap.methods.checkpoint.files import (
     CheckpointError,
     CheckpointSchedule,
     ResumePlan,
+    check_checkpoint_path,
     check_resumable,
     data_fingerprint,
     plan_resume,
@@ -63,7 +64,10 @@ class Checkpointing:
     def _check_checkpoint_params(self) -> ResumePlan:
         check_number(self.checkpoint_every, "checkpoint_every", low=0,
                      hint="It is in seconds; 0 saves after every step.")
-        return plan_resume(self.resume, self.checkpoint)  # fails early on a bad combination
+        plan = plan_resume(self.resume, self.checkpoint)  # fails early on a bad combination
+        if self.checkpoint is not None:  # the first save would replace what is there
+            check_checkpoint_path(self.checkpoint)
+        return plan
 
     def _resume_from(self, data: str, settings: dict[str, Any]) -> Saved | None:
         """The checkpoint to resume, checked against ``data`` and ``settings`` (or None)."""
