@@ -134,3 +134,17 @@ def test_a_named_eligibility_interval_survives_a_round_trip(tmp_path: Path) -> N
     r.extra["eligibility_interval"] = "moderated"
     back = ValuationResult.load(r.save(tmp_path / "r.json"))
     assert back.extra["eligibility_interval"] == "moderated"
+
+
+def test_a_link_at_the_temporary_name_is_not_written_through(tmp_path: Path) -> None:
+    import os
+
+    users = tmp_path / "users.csv"
+    users.write_text("a,b\n1,2\n")
+    # the atomic write's temporary name is predictable: a link planted there must not
+    # carry the write to the file it names
+    (tmp_path / f".r.json.tmp-{os.getpid()}").symlink_to(users)
+    path = _result().save(tmp_path / "r.json")
+    assert users.read_text() == "a,b\n1,2\n"
+    assert ValuationResult.load(path).values.shape == _result().values.shape
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "users.csv"]

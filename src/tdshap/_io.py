@@ -32,7 +32,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as fh:
+        # the name is predictable: whatever sits there (a dead process's leftover, or a link
+        # to a user's file) is removed, and "x" creates the file or fails, never writing
+        # through a link put there meanwhile
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        with open(tmp, "xb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
