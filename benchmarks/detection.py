@@ -270,6 +270,12 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "fashion": (_fashion, "classification"),
     "abalone": (_abalone, "regression"),
     "abalone3": (_abalone3, "classification"),
+    # added in session 17 to check a proxy for regressors: 5 of 60 (of 200) features decide
+    # the target, the k-NN's distances are mostly the others (as wide60/wide200)
+    "wide_reg60": (lambda: make_regression(600, n_features=60, n_informative=5, noise=10.0,
+                                           random_state=21), "regression"),
+    "wide_reg200": (lambda: make_regression(600, n_features=200, n_informative=5,
+                                            noise=10.0, random_state=22), "regression"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 EXTRA_DATASETS = ("breast_cancer", "moons", "blobs8", "hard_binary", "linear")
