@@ -322,8 +322,9 @@ def check_regressor_proxy(data: tuple[Any, Any, Any, Any]) -> ProxyCheck | None:
     training row whose target is more than :data:`PROXY_EDIT_ROBUST_SD` robust SDs from the
     median of its 5 nearest other rows' targets): with 10% of the targets shifted the
     unedited 5-NN's R² fell by 0.1-0.2 on sets where its values ranked them at 0.98-1.00.
-    Only where even the edited neighbours do not predict the targets (5 of 60 or 200
-    features deciding them: R² 0.12 and 0.00) are its values left. Unlike a classifier's, a
+    Only where even the edited neighbours do not predict the targets (few of many features
+    deciding them: ``wide_reg60``, ``wide_reg200`` of ``benchmarks/detection.py``) are its
+    values left. Unlike a classifier's, a
     regressor's proxy is not compared with the model: it predicted the validation rows far
     worse than a forest (R² 0.1-0.5 lower) and still ranked and cut better.
     """
@@ -336,9 +337,12 @@ def check_regressor_proxy(data: tuple[Any, Any, Any, Any]) -> ProxyCheck | None:
             near = proxy[-1].kneighbors(proxy[:-1].transform(Xa), PROXY_NEIGHBORS + 1,
                                         return_distance=False)[:, 1:]
             off = ya - np.median(ya[near], axis=1)
-            spread = off - np.median(off)
-            keep = np.abs(spread) <= PROXY_EDIT_ROBUST_SD * 1.4826 * np.median(np.abs(spread))
-            if keep.sum() > PROXY_NEIGHBORS:
+            spread = np.abs(off - np.median(off))
+            # 1.4826 median absolute deviations: one SD of a normal spread; none when
+            # most targets equal their neighbours' median (nothing to tell apart)
+            robust_sd = 1.4826 * float(np.median(spread))
+            keep = spread <= PROXY_EDIT_ROBUST_SD * robust_sd
+            if robust_sd > 0 and keep.sum() > PROXY_NEIGHBORS:
                 proxy = proxy_model(KNeighborsRegressor()).fit(Xa[keep], ya[keep])
         lost = (yv - np.asarray(proxy.predict(X_val), dtype=float)) ** 2
     except Exception:  # rows that fail here fail in the run, which says why
@@ -434,7 +438,7 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
                                  "(`method` 'auto', 'tdoob' or 'knn_oob'); exact k-NN Shapley "
                                  "sorts every row: leave `neighbor_search` 'exact'.",
                                  "neighbor_search", "method")
-        # the proxy: a k-NN on the standardised rows values them for another classifier
+        # the proxy: a k-NN on the standardised rows values them for another model
         knn = estimator if chosen != "knn_shapley_proxy" else proxy_model(estimator)
         exact = KNNShapley(knn, tau=0.0 if options.tau == "auto" else options.tau,
                            queries=proxy_queries(chosen, estimator), random_state=seed,
