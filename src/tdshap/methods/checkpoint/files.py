@@ -114,7 +114,7 @@ def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
     else:
         what, fate = "file", "it would be overwritten"
     raise CheckpointError(f"checkpoint {str(path)!r} is an existing {what} that is not a "
-                          f"tdshap checkpoint: choose a new path ({fate}).")
+                          f"tdshap checkpoint: choose a new path, or move it away ({fate}).")
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
