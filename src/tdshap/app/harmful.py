@@ -368,8 +368,8 @@ def find_harmful(
         5-NN of the standardised rows standing in for it (``"knn_shapley_proxy"``;
         the cut refits the model itself) when that 5-NN predicts the validation rows
         about as well as the model and its neighbours know the labels
-        (:func:`tdshap.app.valuer.check_proxy`); for an extra trees regressor, a
-        5-NN regressor's values on the training rows alone
+        (:func:`tdshap.app.valuer.check_proxy`); for a random forest or extra trees
+        regressor, a 5-NN regressor's values on the training rows alone
         where its neighbours know the targets
         (:func:`tdshap.app.valuer.check_regressor_proxy`); otherwise thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
