@@ -169,10 +169,9 @@ PROXY_CLASSES = (RandomForestClassifier, ExtraTreesClassifier, AdaBoostClassifie
 REGRESSOR_PROXY_CLASSES = (RandomForestRegressor, ExtraTreesRegressor)
 
 
-def proxy_model(estimator: Any) -> Pipeline:
-    """The 5-NN of the standardised rows that stands in for ``estimator``: a classifier's or
-    a regressor's."""
-    knn = KNeighborsClassifier if is_classifier(estimator) else KNeighborsRegressor
+def proxy_model(classifier: bool) -> Pipeline:
+    """The 5-NN of the standardised rows that stands in for a classifier or a regressor."""
+    knn = KNeighborsClassifier if classifier else KNeighborsRegressor
     return make_pipeline(StandardScaler(), knn(PROXY_NEIGHBORS))
 
 
@@ -246,13 +245,19 @@ class ProxyCheck:
         return None
 
 
+def _nearest_others(proxy: Pipeline, X: Any) -> np.ndarray:
+    """Each training row's :data:`PROXY_NEIGHBORS` nearest other rows, by the fitted proxy
+    (the nearest of all is the row itself)."""
+    Z = proxy[:-1].transform(X)
+    return proxy[-1].kneighbors(Z, PROXY_NEIGHBORS + 1, return_distance=False)[:, 1:]
+
+
 def _unedited_rows(proxy: Any, X: Any, y: np.ndarray) -> np.ndarray | None:
     """Wilson's editing of the proxy's training rows: the rows whose nearest other rows
     mostly carry their label (None: too few rows, or the edit would leave one class)."""
     if len(y) <= PROXY_NEIGHBORS:
         return None
-    Z = proxy[:-1].transform(X)
-    near = proxy[-1].kneighbors(Z, PROXY_NEIGHBORS + 1, return_distance=False)[:, 1:]
+    near = _nearest_others(proxy, X)
     keep = (y[near] == y[:, None]).sum(axis=1) > PROXY_NEIGHBORS // 2
     return keep if len(np.unique(y[keep])) >= 2 else None
 
@@ -284,7 +289,7 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
         return None
     if not is_classifier(estimator):
         return check_regressor_proxy(data)
-    proxy = proxy_model(estimator)
+    proxy = proxy_model(classifier=True)
     try:
         model = clone(estimator).set_params(
             **dict.fromkeys(random_state_params(estimator), int(seed)))
@@ -293,7 +298,7 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
         proba = np.asarray(proxy.predict_proba(X_val), dtype=float)
         Xa, ya = np.asarray(X), np.asarray(y)
         keep = _unedited_rows(proxy, Xa, ya)
-        edited = proxy if keep is None else proxy_model(estimator).fit(Xa[keep], ya[keep])
+        edited = proxy if keep is None else proxy_model(classifier=True).fit(Xa[keep], ya[keep])
         right_proxy = np.asarray(edited.predict(X_val) == y_val, float)
     except Exception:  # a model that fails here fails in the run, which says why
         return None
@@ -324,30 +329,28 @@ def check_regressor_proxy(data: tuple[Any, Any, Any, Any]) -> ProxyCheck | None:
 
     Fitted, as the classifier's check, without the rows its neighbours contradict (each
     training row whose target is more than :data:`PROXY_EDIT_ROBUST_SD` robust SDs from the
-    median of its 5 nearest other rows' targets): with 10% of the targets shifted the
-    unedited 5-NN's R² fell by 0.1-0.2 on sets where its values ranked them at 0.98-1.00.
-    Only where even the edited neighbours do not predict the targets (few of many features
-    deciding them: ``wide_reg60``, ``wide_reg200`` of ``benchmarks/detection.py``) are its
-    values left. Unlike a classifier's, a
-    regressor's proxy is not compared with the model: it predicted the validation rows far
-    worse than a forest (R² 0.1-0.5 lower) and still ranked and cut better.
+    median of its 5 nearest other rows' targets): shifted targets pull the unedited
+    5-NN's R² down on sets where its values rank them well. Only where even the edited
+    neighbours do not predict the targets (few of many features deciding them:
+    ``wide_reg60``, ``wide_reg200`` of ``benchmarks/detection.py``) are its values left.
+    Unlike a classifier's, a regressor's proxy is not compared with the model: a 5-NN
+    predicts smooth targets worse than a forest, yet on the detection benchmark's
+    regression sets it ranked and cut the forests' rows better (docs/benchmarks.md).
     """
     X, y, X_val, y_val = data
     try:
         Xa, ya = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         yv = np.asarray(y_val, dtype=float)
-        proxy = proxy_model(KNeighborsRegressor()).fit(Xa, ya)
+        proxy = proxy_model(classifier=False).fit(Xa, ya)
         if len(ya) > PROXY_NEIGHBORS + 1:
-            near = proxy[-1].kneighbors(proxy[:-1].transform(Xa), PROXY_NEIGHBORS + 1,
-                                        return_distance=False)[:, 1:]
-            off = ya - np.median(ya[near], axis=1)
+            off = ya - np.median(ya[_nearest_others(proxy, Xa)], axis=1)
             spread = np.abs(off - np.median(off))
             # 1.4826 median absolute deviations: one SD of a normal spread; none when
             # most targets equal their neighbours' median (nothing to tell apart)
             robust_sd = 1.4826 * float(np.median(spread))
             keep = spread <= PROXY_EDIT_ROBUST_SD * robust_sd
             if robust_sd > 0 and keep.sum() > PROXY_NEIGHBORS:
-                proxy = proxy_model(KNeighborsRegressor()).fit(Xa[keep], ya[keep])
+                proxy = proxy_model(classifier=False).fit(Xa[keep], ya[keep])
         lost = (yv - np.asarray(proxy.predict(X_val), dtype=float)) ** 2
     except Exception:  # rows that fail here fail in the run, which says why
         return None
@@ -443,7 +446,8 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
                                  "sorts every row: leave `neighbor_search` 'exact'.",
                                  "neighbor_search", "method")
         # the proxy: a k-NN on the standardised rows values them for another model
-        knn = estimator if chosen != "knn_shapley_proxy" else proxy_model(estimator)
+        knn = estimator if chosen != "knn_shapley_proxy" else proxy_model(
+            is_classifier(estimator))
         exact = KNNShapley(knn, tau=0.0 if options.tau == "auto" else options.tau,
                            queries=proxy_queries(chosen, estimator), random_state=seed,
                            progress=progress)

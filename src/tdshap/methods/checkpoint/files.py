@@ -24,7 +24,6 @@ import io
 import json
 import os
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -79,6 +78,11 @@ def _archive_problem(fh: IO[bytes]) -> str | None:
     return "not an .npz archive" if magic != _ZIP_MAGIC else unpacked_size_problem(fh)
 
 
+def _meta_of(npz: Any) -> Any:
+    """The JSON metadata entry of an open checkpoint archive (``KeyError`` if it has none)."""
+    return json.loads(npz[_META].tobytes().decode())
+
+
 def _is_checkpoint(path: Path) -> bool:
     """Whether ``path`` carries a checkpoint's signature; of its arrays only the metadata is read.
 
@@ -88,9 +92,8 @@ def _is_checkpoint(path: Path) -> bool:
         with open(path, "rb") as fh:
             if _archive_problem(fh):
                 return False
-            with zipfile.ZipFile(fh) as archive, archive.open(f"{_META}.npy") as member:
-                blob = np.lib.format.read_array(member, allow_pickle=False)
-        meta = json.loads(blob.tobytes().decode())
+            with np.load(fh, allow_pickle=False) as npz:  # members are read when asked for
+                meta = _meta_of(npz)
     except Exception:  # unreadable, damaged, no metadata entry: not a checkpoint
         return False
     return isinstance(meta, dict) and meta.get("format") == FORMAT
@@ -128,8 +131,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
             if problem:
                 raise CheckpointError(f"{path} is not a tdshap checkpoint ({problem}).")
             with np.load(fh, allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
-        meta = json.loads(arrays.pop(_META).tobytes().decode())
+                meta = _meta_of(npz)
+                arrays = {k: npz[k] for k in npz.files if k != _META}
     except CheckpointError:
         raise
     except Exception as exc:
