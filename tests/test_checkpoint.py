@@ -294,6 +294,41 @@ def test_a_checkpoint_path_holding_anything_but_a_checkpoint_is_refused_before_a
     assert _snapshot(tmp_path) == before  # nothing written, replaced or left behind
 
 
+@pytest.mark.parametrize("method", ["TDShap", "TMCShapley", "SequentialRemoval"])
+def test_a_file_put_at_the_checkpoint_path_during_a_run_is_kept(
+        breast_cancer_small, tmp_path, monkeypatch, method):
+    from tdshap.methods.checkpoint import files
+
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    user = b"id,label\n1,cat\n"
+    saved = files.write_checkpoint
+    saves = []
+
+    def save_then_user_moves_in(where, meta, arrays):
+        saves.append(where)
+        saved(where, meta, arrays)
+        if len(saves) == 1:  # between two saves, the user writes their own file there
+            (tmp_path / "mine.csv").write_bytes(user)
+            os.replace(tmp_path / "mine.csv", where)
+
+    monkeypatch.setattr(files, "write_checkpoint", save_then_user_moves_in)
+    make = _quick_methods()[method]
+    if method == "SequentialRemoval":  # it saves after every stage: two stages, two saves
+        from tdshap import SequentialRemoval
+
+        def make(**kw):
+            kw.pop("checkpoint_every", None)
+            return SequentialRemoval(_model(), step=5, max_remove=10, random_state=0, **kw)
+    with pytest.warns(RuntimeWarning, match=r"is now a file that is not a tdshap checkpoint: "
+                      r"it appeared during the run and is left as it is"):
+        run = make(checkpoint=path, checkpoint_every=0).fit(d.X_train, d.y_train,
+                                                            d.X_val, d.y_val)
+    assert len(saves) == 1 and path.read_bytes() == user  # no later save replaced it
+    plain = make().fit(d.X_train, d.y_train, d.X_val, d.y_val)
+    np.testing.assert_array_equal(run.result_.values, plain.result_.values)
+
+
 def test_a_fresh_run_overwrites_an_earlier_checkpoint_but_not_through_a_link(
         breast_cancer_small, tmp_path):
     d = breast_cancer_small

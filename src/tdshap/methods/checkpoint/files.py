@@ -24,6 +24,7 @@ import io
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -99,6 +100,19 @@ def _is_checkpoint(path: Path) -> bool:
     return isinstance(meta, dict) and meta.get("format") == FORMAT
 
 
+def _path_problem(path: Path) -> tuple[str, str] | None:
+    """``(what is at path, what saving there would do to it)`` if that is harm, else None."""
+    if path.is_symlink():
+        what, fate = "symbolic link", "the link would be replaced"
+    elif path.is_dir():
+        what, fate = "directory", "a checkpoint cannot be saved there"
+    elif not path.exists() or (path.is_file() and _is_checkpoint(path)):
+        return None  # is_file first: opening a named pipe to read it would block
+    else:
+        what, fate = "file", "it would be overwritten"
+    return what, fate
+
+
 def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
     """Refuse ``path`` as a run's checkpoint unless it is new or an earlier checkpoint.
 
@@ -107,17 +121,11 @@ def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
     before the run does any work. So is a symbolic link, even to a checkpoint: the
     rename would replace the link, not the file it names (tdshap never makes links).
     """
-    path = Path(path)
-    if path.is_symlink():
-        what, fate = "symbolic link", "the link would be replaced"
-    elif path.is_dir():
-        what, fate = "directory", "a checkpoint cannot be saved there"
-    elif not path.exists() or (path.is_file() and _is_checkpoint(path)):
-        return  # is_file first: opening a named pipe to read it would block
-    else:
-        what, fate = "file", "it would be overwritten"
-    raise CheckpointError(f"checkpoint {str(path)!r} is an existing {what} that is not a "
-                          f"tdshap checkpoint: choose a new path, or move it away ({fate}).")
+    problem = _path_problem(Path(path))
+    if problem is not None:
+        what, fate = problem
+        raise CheckpointError(f"checkpoint {str(path)!r} is an existing {what} that is not a "
+                              f"tdshap checkpoint: choose a new path, or move it away ({fate}).")
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -260,10 +268,29 @@ class CheckpointSchedule:
         self.every = float(every)
         self.fixed = fixed
         self._last = time.monotonic()
+        self.stopped = False  # a file not ours took the path during the run
 
     def due(self) -> bool:
         return time.monotonic() - self._last >= self.every
 
     def write(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Save now, unless something not ours appeared at the path since the run began.
+
+        The path was checked before the run's work; a long run checks again before
+        every save, so a file put there meanwhile is kept: the run warns once and goes
+        on without saving (its result is unaffected; only resuming it is lost).
+        """
+        self._last = time.monotonic()
+        if self.stopped:
+            return
+        problem = _path_problem(self.path)
+        if problem is not None:
+            self.stopped = True
+            warnings.warn(f"checkpoint {str(self.path)!r} is now a {problem[0]} that is not a "
+                          "tdshap checkpoint: it appeared during the run and is left as it "
+                          "is; this run saves no "
+                          "more checkpoints (its result is unaffected, but it cannot be "
+                          "resumed).", RuntimeWarning, stacklevel=2)
+            return
         write_checkpoint(self.path, {**meta, **self.fixed, "saved_at": time.time()}, arrays)
         self._last = time.monotonic()
