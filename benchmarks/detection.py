@@ -344,21 +344,30 @@ def add_split_arguments(parser: argparse.ArgumentParser, datasets: list[str],
 
 
 def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
-               noise: float = NOISE, label_noise: str = "uniform") -> Split:
+               noise: float = NOISE, label_noise: str = "uniform",
+               val_noise: float = 0.0) -> Split:
     """Split 50/25/25 by ``seed``, standardise on the training rows, plant noise in them
-    (``label_noise``: how a classification label is moved, see :func:`plant_labels`)."""
+    (``label_noise``: how a classification label is moved, see :func:`plant_labels`).
+
+    ``val_noise`` plants that share in the validation rows too (drawn after the training
+    rows' noise, which stays as without it): a user's validation rows taken from the same
+    noisy source. The test rows stay clean, so the score after a cut is still the truth.
+    """
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(y))
     a = int(SPLIT[0] * len(y))
     b = a + int(SPLIT[1] * len(y))
     tr, va, te = perm[:a], perm[a:b], perm[b:]
     scaler = StandardScaler().fit(X[tr])
-    if task == "classification":
-        y_noisy, planted = plant_labels(y[tr], noise, rng, label_noise)
-    else:
-        y_noisy, planted = plant_targets(y[tr], noise, rng)
+    def plant(labels: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
+        if task == "classification":
+            return plant_labels(labels, share, rng, label_noise)
+        return plant_targets(labels, share, rng)
+
+    y_noisy, planted = plant(y[tr], noise)
+    y_val = plant(y[va], val_noise)[0] if val_noise > 0 else y[va]
     return Split(name, task, scaler.transform(X[tr]), y_noisy, y[tr], scaler.transform(X[va]),
-                 y[va], scaler.transform(X[te]), y[te], planted,
+                 y_val, scaler.transform(X[te]), y[te], planted,
                  {"train": tr, "val": va, "test": te})
 
 
@@ -778,6 +787,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--label-noise", choices=LABEL_NOISE, default="uniform",
                         help="how a planted label moves: to another class drawn uniformly, "
                         "or to the next class (pair)")
+    parser.add_argument("--val-noise", type=float, default=0.0,
+                        help="plant this share of noise in the validation rows too (the "
+                        "test rows stay clean)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="time budget of TMC and tdshap-long (default 10; 2 with --quick)")
     parser.add_argument("--quick", action="store_true", help="one seed, small budgets")
@@ -807,6 +819,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(f"# detection benchmark, {datetime.date.today()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}; model {args.model}; "
           f"{seeds} seeds; {args.noise:.0%} planted noise ({args.label_noise} labels); "
+          f"{args.val_noise:.0%} in the validation rows; "
           f"budget {asdict(budget)}")
     rows: list[dict[str, Any]] = []
     with threadpool_limits(1):
@@ -818,7 +831,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             X, y = load()
             here = []
             for seed in range(seeds):
-                split = make_split(name, X, y, task, seed, args.noise, args.label_noise)
+                split = make_split(name, X, y, task, seed, args.noise, args.label_noise,
+                                   args.val_noise)
                 for m in methods:
                     if task in METHODS[m].tasks:
                         here.append(evaluate(split, m, args.model, seed, budget))

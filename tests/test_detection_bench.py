@@ -80,6 +80,19 @@ def test_noise_is_planted_in_training_rows_only(bench, name, seed):
     np.testing.assert_array_equal(again.planted, split.planted)
 
 
+@pytest.mark.parametrize("name", ["iris", "diabetes"])
+def test_validation_noise_leaves_the_training_rows_and_the_test_rows_as_without_it(bench, name):
+    load, task = bench.DATASETS[name]
+    X, y = load()
+    plain = bench.make_split(name, X, y, task, 3, noise=0.1)
+    noisy = bench.make_split(name, X, y, task, 3, noise=0.1, val_noise=0.2)
+    np.testing.assert_array_equal(noisy.y, plain.y)
+    np.testing.assert_array_equal(noisy.planted, plain.planted)
+    np.testing.assert_array_equal(noisy.y_test, plain.y_test)
+    moved = np.flatnonzero(noisy.y_val != plain.y_val)
+    assert len(moved) == round(0.2 * len(plain.y_val))
+
+
 @pytest.mark.parametrize("labels", [np.repeat([0, 1, 2], 40), np.repeat(["b", "c", "a"], 40)])
 def test_pair_noise_moves_each_planted_label_to_the_next_class(bench, labels):
     y, planted = bench.plant_labels(labels, 0.25, np.random.default_rng(1), kind="pair")
