@@ -328,7 +328,7 @@ def find_harmful(
     random_state: int = 0,
     progress: bool = False,
 ) -> HarmfulRows:
-    """Which training rows hurt the model? One row of answers per row of ``X``.
+    """Which training rows hurt the model? One row of answers per valued row of ``X``.
 
     Parameters
     ----------
