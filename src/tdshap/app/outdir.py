@@ -21,8 +21,11 @@ Publishing
     not produce go with the old folder. Where ``--out`` cannot be swapped
     (``force`` with other files in it, or ``--out`` is the working directory),
     the files are renamed in one by one from a staging folder inside it and
-    the manifest is replaced last. A failure while writing (a full disk)
-    removes the staging folder and leaves the previous outputs as they were.
+    the manifest is replaced last; so they are too when a file appeared in
+    ``--out`` while the run worked (the swap would delete it with the old set),
+    and one that has an output's name is refused without ``force``. A failure
+    while writing (a full disk) removes the staging folder and leaves the
+    previous outputs as they were.
 """
 
 from __future__ import annotations
@@ -315,6 +318,7 @@ class OutputFolder:
                         shutil.copy2(self.real / name, stage / name)
             files = [*written, *kept]
             atomic_write_bytes(stage / MANIFEST, _manifest_bytes(files, True, about))
+            self._keep_added(written)
             if self.in_place:
                 self._rename_in(stage, written, files)
             else:
@@ -330,6 +334,22 @@ class OutputFolder:
             raise
         self.locked = False if not self.in_place else self.locked
         return written
+
+    def _keep_added(self, written: list[str]) -> None:
+        """Keep what the user put into ``--out`` while the run worked: swapping the folder
+        would delete it with the old set, so the outputs are renamed in beside it; one that
+        has an output's name is refused (replaced only with ``force``)."""
+        ours = set(self.old_files) | set(self.keep) | {MANIFEST, LOCK}
+        added = sorted(n for n in os.listdir(self.real) if n not in ours
+                       and not n.startswith(STAGING) and not self._partial(n))
+        clash = [n for n in added if n in written]
+        if clash and not self.force:
+            raise OutputError(
+                f"{', '.join(clash)} appeared in the output folder {self.out} during the run, "
+                "with the name of an output: nothing was written and it is unchanged; move it "
+                "elsewhere and run again, or pass --force to replace it.")
+        if added:
+            self.in_place = True
 
     def _swap(self, stage: Path) -> None:
         if not exchange(stage, self.real):
