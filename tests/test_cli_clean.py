@@ -256,6 +256,21 @@ def test_duplicate_column_names(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "duplicate column names: a")
 
 
+def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
+    # pandas kept "y " (and a tab before "b"): --target y was "not in" a file whose column
+    # list showed "a, b, colour, y "; the duplicate check already read the names stripped
+    frame = table()
+    text = frame.to_csv(index=False).replace("a,b,colour,y", "a ,\tb, colour , y ", 1)
+    (tmp_path / "t.csv").write_text(text)
+    res = tdshap("value", "t.csv", "--target", "y", "--id-column", "colour", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "repeats ids")  # found the id column by name
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "cleaned.csv").read_text().splitlines()[0] == \
+        "a ,\tb, colour , y "  # the user's header, as written
+
+
 @pytest.mark.parametrize(
     ("model", "words"),
     [("forest", ("unknown model 'forest'", "dtree")),

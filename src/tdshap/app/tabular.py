@@ -116,6 +116,11 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
                          "rename them so each column has its own name.")
+    if not is_parquet(path):
+        # the names as the duplicate check reads them: pandas keeps spaces after a name and
+        # a tab before it ("y "), so --target y was "not in" a file listing "..., y "
+        frame.columns = pd.Index([c.strip() if isinstance(c, str) else c
+                                  for c in frame.columns])
     if frame.shape[1] == 0 or len(frame) == 0:
         raise ValueError(f"{what} {path} has no data rows.")
     if frame.shape[1] == 1 and not is_parquet(path):
