@@ -271,6 +271,29 @@ def test_every_method_refuses_what_sklearn_or_numpy_would_refuse_deep_inside(
         make(estimator, random_state).fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
+_EVERY_METHOD = [
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
+    lambda: TMCShapley(_tree(), "accuracy", max_permutations=1),
+    lambda: LeaveOneOut(_tree(), "accuracy"),
+    lambda: DataOOB(KNeighborsClassifier(3), n_estimators=2),
+    lambda: ThresholdingOOB(KNeighborsClassifier(3), max_iter=1),
+    lambda: KNNShapley(KNeighborsClassifier(3)),
+]
+_METHOD_IDS = ["tdshap", "tmc", "loo", "data_oob", "tdoob", "knn_shapley"]
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_labels_mixing_text_and_numbers_are_refused_by_every_method(make):
+    # find_harmful refused them; the classes ended in numpy's "'<' not supported between
+    # instances of 'str' and 'int'" from np.unique deep inside
+    mixed = np.array([1, "a"] * 10, dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes text and numbers as labels"):
+        make().fit(X_OK, mixed, X_OK, Y_OK)
+    if not isinstance(make(), DataOOB):  # which ignores validation rows
+        with pytest.raises(ValueError, match=r"y_val mixes text and numbers as labels"):
+            make().fit(X_OK, Y_OK, X_OK, mixed)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

@@ -84,6 +84,10 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
         raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
     if arr.dtype == object and pd.isna(arr).any():
         raise ValueError(f"{name} contains missing values; drop those rows first.")
+    if arr.dtype == object and len({isinstance(v, str) for v in arr}) > 1:
+        # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"
+        raise ValueError(f"{name} mixes text and numbers as labels: give every label the "
+                         "same type (e.g. all text).")
     return arr
 
 
