@@ -294,6 +294,14 @@ def test_labels_mixing_text_and_numbers_are_refused_by_every_method(make):
             make().fit(X_OK, Y_OK, X_OK, mixed)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_rows_without_feature_columns_are_refused_by_every_method(make):
+    # DataOOB and ThresholdingOOB ended in scikit-learn's "Found array with 0 feature(s)",
+    # TDShap/TMC/LOO in "the estimator failed on every fit", KNNShapley valued them
+    with pytest.raises(ValueError, match=r"X has no feature columns \(shape \(20, 0\)\)"):
+        make().fit(X_OK[:, :0], Y_OK, X_OK[:, :0], Y_OK)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

@@ -58,6 +58,9 @@ def as_features(X: Any, name: str) -> np.ndarray:
         )
     if arr.ndim < 2:
         raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim}-D.")
+    if 0 in arr.shape[1:]:  # every row alike: nothing to learn from or measure distances on
+        raise ValueError(f"{name} has no feature columns (shape {arr.shape}): each row needs "
+                         "at least one feature.")
     arr = arr.astype(float, copy=False) if arr.dtype.kind != "f" else arr
     if not np.isfinite(arr).all():
         rows, cols = np.nonzero(~np.isfinite(arr.reshape(len(arr), -1)))
