@@ -302,6 +302,19 @@ def test_rows_without_feature_columns_are_refused_by_every_method(make):
         make().fit(X_OK[:, :0], Y_OK, X_OK[:, :0], Y_OK)
 
 
+@pytest.mark.parametrize("make", [
+    lambda est: DataOOB(est, n_estimators=2),
+    lambda est: ThresholdingOOB(est, max_iter=1),
+], ids=["data_oob", "tdoob"])
+@pytest.mark.parametrize("estimator", [KNeighborsClassifier(1), _tree()], ids=["knn", "tree"])
+def test_out_of_bag_values_of_one_row_are_refused(make, estimator):
+    # every bag holds the one row, so none leaves it out: a k-NN's neighbour lists ended in
+    # scikit-learn's "Expected n_neighbors <= n_samples_fit", a tree in a nan value (DataOOB)
+    # or "the estimator failed on every one of its fits" (ThresholdingOOB)
+    with pytest.raises(ValueError, match=r"needs at least two training rows"):
+        make(estimator).fit(X_OK[:1], Y_OK[:1], X_OK, Y_OK)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

@@ -159,6 +159,14 @@ def check_estimator(estimator: Any) -> None:
                          "(derive it from sklearn.base.BaseEstimator).") from None
 
 
+def check_bag_rows(n: int, method: str) -> None:
+    """Out-of-bag values need two rows: a row is scored by the bags that leave it out, and
+    one row is in every bag (a k-NN's neighbour lists then failed inside scikit-learn)."""
+    if n < 2:
+        raise ValueError(f"{method} needs at least two training rows, got {n}: a row is "
+                         "valued by the bags that leave it out, and one row is in every bag.")
+
+
 #: scikit-learn seeds numpy's legacy RandomState, which takes seeds below 2**32 only
 MAX_SEED = 2**32 - 1
 

@@ -22,7 +22,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from tdshap._validation import check_estimator, check_number
+from tdshap._validation import check_bag_rows, check_estimator, check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
 from tdshap.utility.fast.approximate_search import check_search
@@ -177,6 +177,7 @@ class DataOOB(DirectValuation):
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> DataOOB:
         """Value every row of ``(X, y)``; ``X_val`` and ``y_val`` are ignored."""
         Xa, ya = self._start(X, y)
+        check_bag_rows(len(ya), "DataOOB")
         check_estimator(self.estimator)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
