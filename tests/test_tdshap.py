@@ -315,6 +315,22 @@ def test_out_of_bag_values_of_one_row_are_refused(make, estimator):
         make(estimator).fit(X_OK[:1], Y_OK[:1], X_OK, Y_OK)
 
 
+@pytest.mark.parametrize("fit", [
+    lambda y, yv: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: KNNShapley(KNeighborsClassifier(3)).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, y, X_OK, yv),
+], ids=["tdshap", "knn_shapley", "cleanse"])
+def test_text_labels_against_number_labels_are_refused(fit):
+    # y read as text ("0", "1") and y_val as numbers (0, 1): no validation label equals a
+    # training label, every model scored 0 and every value was silently 0
+    text = Y_OK.astype(str)
+    with pytest.raises(ValueError, match=r"y holds text labels \('0', '1'\) but y_val "
+                                         r"holds numbers \(0, 1\)"):
+        fit(text, Y_OK)
+    with pytest.raises(ValueError, match=r"y holds numbers \(0, 1\) but y_val holds text"):
+        fit(Y_OK, text.astype(object))
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

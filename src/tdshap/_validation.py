@@ -138,7 +138,24 @@ def check_data(
             f"X has {Xa.shape[1:]} features per row but X_val has {Xv.shape[1:]}: "
             "they must match."
         )
+    kinds = _label_kind(ya), _label_kind(yv)
+    if kinds[0] != kinds[1]:
+        # e.g. one file's labels read as text: no validation label equals a training label,
+        # so every model scores 0 and every value is silently 0
+        def shown(a: np.ndarray) -> str:
+            return ", ".join(repr(v) for v in pd.unique(a)[:3].tolist())
+
+        raise ValueError(f"y holds {kinds[0]} ({shown(ya)}) but y_val holds {kinds[1]} "
+                         f"({shown(yv)}): no validation label can equal a training label. "
+                         "Give both the same type (e.g. y_val.astype(str), or numbers in "
+                         "both).")
     return Xa, ya, Xv, yv
+
+
+def _label_kind(y: np.ndarray) -> str:
+    """``"text labels"`` or ``"numbers"`` (booleans count as numbers: True == 1)."""
+    text = y.dtype.kind in "US" or (y.dtype == object and all(isinstance(v, str) for v in y))
+    return "text labels" if text else "numbers"
 
 
 def check_estimator(estimator: Any) -> None:
