@@ -175,6 +175,34 @@ def test_a_manifest_that_is_not_an_object_is_no_manifest(work: Path, content: st
                   words=("holds files tdshap did not write", "no tdshap manifest"))
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep"])
+@pytest.mark.parametrize("name", [".tdshap-manifest.json", ".tdshap.lock"])
+def test_a_manifest_or_lock_that_is_no_small_file_is_refused_promptly(
+        work: Path, kind: str, name: str) -> None:
+    # both were read whole, following links: a FIFO hung the run forever, a link to
+    # /dev/zero filled memory ("unexpected MemoryError"), a deeply nested manifest was
+    # "unexpected RecursionError"
+    out = work / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("the user's own")
+    path = out / name
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    args = ["value", "wine.csv", "--target", "target", "--out", "out", *FAST]
+    if name == ".tdshap.lock":  # past the manifest check: the lock is read when it exists
+        args.append("--force")
+    res = subprocess.run([sys.executable, "-m", "tdshap.app.cli", *args], cwd=work,
+                         capture_output=True, text=True, timeout=60)
+    refused(res, *(("no tdshap manifest",) if name == ".tdshap-manifest.json" else
+                   ("another tdshap run", "delete")))
+    assert (out / "mine.txt").read_text() == "the user's own"
+    assert path.is_symlink() if kind == "dev-zero" else path.exists()
+
+
 @pytest.mark.parametrize(("option", "words"), [
     (["--jobs", "0"], ("--jobs 0",)),
     (["--seed", "-1"], ("--seed",)),
