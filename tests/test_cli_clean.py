@@ -256,6 +256,18 @@ def test_duplicate_column_names(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "duplicate column names: a")
 
 
+def test_duplicate_column_names_in_parquet(tmp_path: Path) -> None:
+    # pyarrow's "ArrowInvalid: Multiple matches for FieldRef.Name(a)" came first, without
+    # the fix
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0, 1, 0]], names=["a", "a", "y"]),
+                   tmp_path / "t.parquet")
+    res = tdshap("clean", "t.parquet", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "duplicate column names: a", "rename them")
+
+
 def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
     # pandas kept "y " (and a tab before "b"): --target y was "not in" a file whose column
     # list showed "a, b, colour, y "; the duplicate check already read the names stripped

@@ -100,7 +100,12 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
         _require_pyarrow()
     try:
         names = _header_names(path)
-        if is_parquet(path):
+        # before the frame: pyarrow cannot read a Parquet file with two columns of one name
+        # ("ArrowInvalid: Multiple matches for FieldRef.Name(a)")
+        dupes = sorted(name for name, count in Counter(names).items() if count > 1)
+        if dupes:
+            frame = pd.DataFrame()
+        elif is_parquet(path):
             frame = pd.read_parquet(path)
         else:
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
@@ -112,7 +117,6 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
         raise ValueError(f"cannot read {what} {path} as {kind}: {detail}.") from None
     except Exception as err:  # pyarrow raises its own types for corrupt files
         raise ValueError(f"cannot read {what} {path}: {type(err).__name__}: {err}.") from None
-    dupes = sorted(name for name, count in Counter(names).items() if count > 1)
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
                          "rename them so each column has its own name.")
