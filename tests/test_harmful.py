@@ -228,6 +228,16 @@ def test_a_typo_in_a_held_out_row_is_refused_too() -> None:
         tdshap.find_harmful(X, y)
 
 
+def test_a_frame_with_number_column_names_and_a_text_column_is_encoded() -> None:
+    # pd.DataFrame(array) names its columns 0, 1, ...: with a text column, scikit-learn's
+    # get_feature_names_out ended in "unsupported operand type(s) for +: 'int' and 'str'"
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({0: rng.normal(size=60), 1: rng.choice(["u", "v"], 60), "z": 1.0})
+    y = np.where(X[0] > 0, "yes", "no")
+    rows = tdshap.find_harmful(X, y, cleanse=False)
+    assert rows.run.data.encoder.feature_names_ == [0, "z", "1_u", "1_v"]
+
+
 def test_holdout_split_is_stratified_and_disjoint() -> None:
     y = np.array([0] * 60 + [1] * 20)
     train, val, test, strat = holdout_split(y, (0.25, 0.25), True, seed=0)

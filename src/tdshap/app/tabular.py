@@ -376,7 +376,10 @@ class TableEncoder:
                 c: [str(v) for v in cats] for c, cats in
                 zip(self.categorical_, self._onehot.categories_, strict=True)
             }
-            cat_names = list(self._onehot.get_feature_names_out(self.categorical_))
+            # as text: scikit-learn joins name + "_" + level, and pd.DataFrame(array) names
+            # its columns 0, 1, ... ("unsupported operand type(s) for +: 'int' and 'str'")
+            cat_names = list(self._onehot.get_feature_names_out(
+                [str(c) for c in self.categorical_]))
         else:
             self.levels_ = {}
             cat_names = []
