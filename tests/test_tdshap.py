@@ -331,6 +331,30 @@ def test_text_labels_against_number_labels_are_refused(fit):
         fit(Y_OK, text.astype(object))
 
 
+@pytest.mark.parametrize("fit", [
+    lambda y, yv: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: TMCShapley(_tree(), "accuracy", max_permutations=1).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: LeaveOneOut(_tree(), "accuracy").fit(X_OK, y, X_OK, yv),
+    lambda y, yv: KNNShapley(KNeighborsClassifier(3)).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, y, X_OK, yv),
+], ids=["tdshap", "tmc", "loo", "knn_shapley", "cleanse"])
+def test_validation_labels_sharing_no_class_with_training_are_refused(fit):
+    # "spam"/"ham" against "SPAM"/"HAM": every model scored 0 on the validation rows and
+    # every value was silently 0 (find_harmful refused it; the classes did not)
+    y = np.where(Y_OK == 1, "spam", "ham")
+    with pytest.raises(ValueError, match=r"no y_val label is a y label \(y_val: 'HAM', "
+                                         r"'SPAM'; y: 'ham', 'spam'\)"):
+        fit(y, np.char.upper(y))
+    fit(y, np.where(np.arange(20) < 10, "spam", "eggs"))  # one shared class is enough
+
+
+def test_a_regressor_takes_validation_targets_the_training_rows_lack():
+    from sklearn.tree import DecisionTreeRegressor
+
+    TDShap(DecisionTreeRegressor(max_depth=2), "neg_mse", n_min=2, k=2, max_iter=1).fit(
+        X_OK, np.arange(20.0), X_OK, np.arange(20.0) + 0.5)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

@@ -142,14 +142,25 @@ def check_data(
     if kinds[0] != kinds[1]:
         # e.g. one file's labels read as text: no validation label equals a training label,
         # so every model scores 0 and every value is silently 0
-        def shown(a: np.ndarray) -> str:
-            return ", ".join(repr(v) for v in pd.unique(a)[:3].tolist())
-
-        raise ValueError(f"y holds {kinds[0]} ({shown(ya)}) but y_val holds {kinds[1]} "
-                         f"({shown(yv)}): no validation label can equal a training label. "
+        raise ValueError(f"y holds {kinds[0]} ({_shown(ya)}) but y_val holds {kinds[1]} "
+                         f"({_shown(yv)}): no validation label can equal a training label. "
                          "Give both the same type (e.g. y_val.astype(str), or numbers in "
                          "both).")
     return Xa, ya, Xv, yv
+
+
+def _shown(a: np.ndarray) -> str:
+    return ", ".join(repr(v) for v in pd.unique(a)[:3].tolist())
+
+
+def check_shared_classes(y: np.ndarray, y_val: np.ndarray) -> None:
+    """Refuse classification labels of which no validation one is a training one: every
+    model then scores 0 on the validation rows, so every value would be 0, silently."""
+    if not np.isin(y_val, y).any():
+        raise ValueError(f"no y_val label is a y label (y_val: {_shown(y_val)}; y: "
+                         f"{_shown(y)}): every model would score 0 on the validation rows "
+                         "and every value would be 0. Give validation rows of the same "
+                         "classes, with the same label spelling.")
 
 
 def _label_kind(y: np.ndarray) -> str:

@@ -33,6 +33,7 @@ from tdshap._validation import (
     check_data,
     check_estimator,
     check_random_state,
+    check_shared_classes,
 )
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
@@ -225,6 +226,8 @@ def cleanse(
         raise ValueError(f"alpha={alpha!r} must be a level between 0 and 1 (exclusive), "
                          "e.g. 0.05.")
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
+    if is_classifier(estimator):
+        check_shared_classes(ya, yv)
     if (X_test is None) != (y_test is None):
         raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None
