@@ -38,6 +38,7 @@ Missing values
 from __future__ import annotations
 
 import csv
+import io
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -185,13 +186,29 @@ def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: P
     with open(source, encoding="utf-8", newline="") as fh:
         lines = fh.read().splitlines(keepends=True)
     header, body = lines[0], [line for line in lines[1:] if line.strip()]
+    text = None
     if len(body) == len(frame):
         text = header + "".join(body[i] for i in keep)
         if text and not text.endswith(("\n", "\r")):
             text += "\n"
+    if text is not None and _reads_as(text, frame.iloc[keep], source):
         dest.write_text(text, encoding="utf-8", newline="")
     else:  # quoted line breaks inside fields: lines are not rows
         frame.iloc[keep].to_csv(dest, sep=_separator(source), index=False)
+
+
+def _reads_as(text: str, rows: pd.DataFrame, source: Path) -> bool:
+    """Whether the copied lines ``text`` read back as ``rows``: equal line and row counts
+    can still pair the wrong lines (a quoted line break in one row and a line of a form
+    feed alone, which pandas reads as a row, left a broken quote and shifted rows)."""
+    try:
+        back = pd.read_csv(io.StringIO(text), sep=_separator(source), skipinitialspace=True)
+        back.columns = rows.columns
+        pd.testing.assert_frame_equal(back.reset_index(drop=True), rows.reset_index(drop=True),
+                                      check_dtype=False, check_exact=True)
+    except (ValueError, AssertionError, pd.errors.ParserError):
+        return False
+    return True
 
 
 # -- columns, target, task ----------------------------------------------------
