@@ -283,6 +283,16 @@ def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
         "a ,\tb, colour , y "  # the user's header, as written
 
 
+def test_a_file_name_with_dollar_signs_is_not_typeset(tmp_path: Path) -> None:
+    # the curve's title is the file name: matplotlib read "$...$" as TeX, and "a$\\foo{$.csv"
+    # ended the finished run in "Error: \\foo{ ^ ParseFatalException: Unknown symbol"
+    name = "a$\\foo{$.csv"
+    write(table(), tmp_path / name)
+    res = tdshap("clean", name, "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "curve.png").is_file()
+
+
 @pytest.mark.parametrize(
     ("model", "words"),
     [("forest", ("unknown model 'forest'", "dtree")),
