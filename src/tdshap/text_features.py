@@ -26,12 +26,15 @@ with ``allow_pickle=False``.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tdshap._io import atomic_write_bytes
 
 ENCODERS = ("e5", "tfidf")
 E5_MAX_CHARS = 256
@@ -71,9 +74,10 @@ class EmbeddingCache:
     def _save(self) -> None:
         assert self.vectors is not None
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_name(self.file.name + ".tmp.npz")
-        np.savez(tmp, keys=self.keys, vectors=self.vectors)
-        os.replace(tmp, self.file)
+        buf = io.BytesIO()
+        np.savez(buf, keys=self.keys, vectors=self.vectors)
+        # not np.savez(path): it wrote through a link put at its predictable temporary name
+        atomic_write_bytes(self.file, buf.getvalue())
 
     def __len__(self) -> int:
         return len(self.keys)
