@@ -355,6 +355,19 @@ def test_a_regressor_takes_validation_targets_the_training_rows_lack():
         X_OK, np.arange(20.0), X_OK, np.arange(20.0) + 0.5)
 
 
+@pytest.mark.parametrize(("n_bootstrap", "message"), [
+    (10**12, r"n_bootstrap=1000000000000 resamples of the 20 validation rows need 149,012 GiB"),
+    (float("inf"), r"n_bootstrap=inf must be a whole number >= 0"),
+    (float("nan"), r"n_bootstrap=nan must be a whole number >= 0"),
+])
+def test_cleanse_refuses_a_bootstrap_beyond_memory_or_numbers(n_bootstrap, message):
+    # 10**12 was numpy's MemoryError "Unable to allocate 72.8 TiB", inf int()'s
+    # OverflowError and nan its "cannot convert float NaN to integer"
+    with pytest.raises(ValueError, match=message):
+        cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK, rule="one_se",
+                n_bootstrap=n_bootstrap)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

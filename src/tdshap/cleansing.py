@@ -32,6 +32,7 @@ from tdshap._validation import (
     as_pair,
     check_data,
     check_estimator,
+    check_number,
     check_random_state,
     check_shared_classes,
 )
@@ -65,6 +66,7 @@ from tdshap.utility.base import (
     fallback_model,
     random_state_params,
 )
+from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
 from tdshap.utility.metrics import default_metric, resolve_metric
@@ -214,9 +216,9 @@ def cleanse(
     check_rule(rule)
     if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
         n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
-    if int(n_bootstrap) != n_bootstrap or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
-                         "(0: no bootstrap, so the one_se rule removes nothing).")
+    # check_number, not int(): inf was int()'s OverflowError, nan its "cannot convert"
+    check_number(n_bootstrap, "n_bootstrap", low=0, integer=True,
+                 hint="0: no bootstrap, so the one_se rule removes nothing.")
     check_estimator(estimator)
     # it seeds the grid models too: scikit-learn's seeds, not a Generator
     check_random_state(random_state, generator=False)
@@ -228,6 +230,14 @@ def cleanse(
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
     if is_classifier(estimator):
         check_shared_classes(ya, yv)
+    # the resampled rows are one int64 table (tdshap.cut.bootstrap_indices): 10**12 was
+    # numpy's MemoryError "Unable to allocate 72.8 TiB"
+    need = int(n_bootstrap) * len(yv) * 8
+    if need > memory_budget():
+        raise ValueError(f"n_bootstrap={n_bootstrap!r} resamples of the {len(yv)} validation "
+                         f"rows need {need / 2**30:,.0f} GiB, over the memory budget of "
+                         f"{memory_budget() / 2**30:g} GiB (TDSHAP_MEMORY_BUDGET_GB): use at "
+                         f"most {memory_budget() // (8 * len(yv)):,} (e.g. 200).")
     if (X_test is None) != (y_test is None):
         raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None
