@@ -368,6 +368,19 @@ def test_cleanse_refuses_a_bootstrap_beyond_memory_or_numbers(n_bootstrap, messa
                 n_bootstrap=n_bootstrap)
 
 
+@pytest.mark.parametrize(("y_test", "message"), [
+    (Y_OK[:0], r"X_test is empty"),
+    (Y_OK.astype(str), r"y holds numbers \(0, 1\) but y_test holds text labels"),
+    (Y_OK + 7, r"no y_test label is a y label \(y_test: 7, 8; y: 0, 1\)"),
+])
+def test_cleanse_refuses_test_rows_that_cannot_be_scored(y_test, message):
+    # empty test rows were "the estimator failed on every one of its fits"; test labels of
+    # another type or other classes scored every model 0, silently
+    X_test = X_OK[:len(y_test)]
+    with pytest.raises(ValueError, match=message):
+        cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK, X_test, y_test)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

@@ -138,29 +138,35 @@ def check_data(
             f"X has {Xa.shape[1:]} features per row but X_val has {Xv.shape[1:]}: "
             "they must match."
         )
-    kinds = _label_kind(ya), _label_kind(yv)
-    if kinds[0] != kinds[1]:
-        # e.g. one file's labels read as text: no validation label equals a training label,
-        # so every model scores 0 and every value is silently 0
-        raise ValueError(f"y holds {kinds[0]} ({_shown(ya)}) but y_val holds {kinds[1]} "
-                         f"({_shown(yv)}): no validation label can equal a training label. "
-                         "Give both the same type (e.g. y_val.astype(str), or numbers in "
-                         "both).")
+    check_label_kinds(ya, yv)
     return Xa, ya, Xv, yv
+
+
+def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:
+    """Refuse text labels against number labels (e.g. one file's labels read as text):
+    no held-out label equals a training label, so every model scores 0, silently."""
+    kinds = _label_kind(y), _label_kind(other)
+    if kinds[0] != kinds[1]:
+        raise ValueError(f"y holds {kinds[0]} ({_shown(y)}) but {name} holds {kinds[1]} "
+                         f"({_shown(other)}): no {name} label can equal a training label. "
+                         f"Give both the same type (e.g. {name}.astype(str), or numbers in "
+                         "both).")
 
 
 def _shown(a: np.ndarray) -> str:
     return ", ".join(repr(v) for v in pd.unique(a)[:3].tolist())
 
 
-def check_shared_classes(y: np.ndarray, y_val: np.ndarray) -> None:
-    """Refuse classification labels of which no validation one is a training one: every
-    model then scores 0 on the validation rows, so every value would be 0, silently."""
-    if not np.isin(y_val, y).any():
-        raise ValueError(f"no y_val label is a y label (y_val: {_shown(y_val)}; y: "
-                         f"{_shown(y)}): every model would score 0 on the validation rows "
-                         "and every value would be 0. Give validation rows of the same "
-                         "classes, with the same label spelling.")
+def check_shared_classes(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:
+    """Refuse classification labels of which no held-out one (``name``) is a training one:
+    every model then scores 0 on those rows, so every value (or test score) would be 0."""
+    if not np.isin(other, y).any():
+        what = "validation" if name == "y_val" else "test"
+        raise ValueError(f"no {name} label is a y label ({name}: {_shown(other)}; y: "
+                         f"{_shown(y)}): every model would score 0 on the {what} rows "
+                         f"and every {'value' if what == 'validation' else 'score'} would be "
+                         f"0. Give {what} rows of the same classes, with the same label "
+                         "spelling.")
 
 
 def _label_kind(y: np.ndarray) -> str:

@@ -32,6 +32,7 @@ from tdshap._validation import (
     as_pair,
     check_data,
     check_estimator,
+    check_label_kinds,
     check_number,
     check_random_state,
     check_shared_classes,
@@ -243,8 +244,15 @@ def cleanse(
     has_test = X_test is not None
     if has_test:
         Xt, yt = as_pair(X_test, y_test, "X_test", "y_test")
+        if len(Xt) == 0:  # was "the estimator failed on every one of its fits"
+            raise ValueError("X_test is empty: give test rows, or leave X_test and y_test "
+                             "out.")
         if Xt.shape[1:] != Xa.shape[1:]:
             raise ValueError("X_test must have the same features as X.")
+        # as for the validation rows: the after-cleansing test score would be 0, silently
+        check_label_kinds(ya, yt, "y_test")
+        if is_classifier(estimator):
+            check_shared_classes(ya, yt, "y_test")
     order, method = _ranking(values, random_state)
     if len(order) != len(ya):
         raise ValueError(
