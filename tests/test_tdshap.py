@@ -381,6 +381,19 @@ def test_cleanse_refuses_test_rows_that_cannot_be_scored(y_test, message):
         cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK, X_test, y_test)
 
 
+@pytest.mark.parametrize(("params", "message"), [
+    ({"n_estimators": 10**12}, r"n_estimators=1000000000000 bags of N=20 rows need "
+                               r"119,209 GiB, over the memory budget"),
+    ({"n_jobs": 0}, r"n_jobs=0 must be a non-zero integer"),
+    ({"n_jobs": 2.0}, r"n_jobs=2.0 must be a non-zero integer"),
+])
+def test_data_oob_refuses_bags_beyond_memory_and_odd_worker_counts(params, message):
+    # numpy's MemoryError "Unable to allocate 7.28 TiB" and joblib's "n_jobs == 0 in
+    # Parallel has no meaning" came from deep inside
+    with pytest.raises(ValueError, match=message):
+        DataOOB(_tree(), **params).fit(X_OK, Y_OK)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):
