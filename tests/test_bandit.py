@@ -69,3 +69,15 @@ def test_guarantee_report_says_whether_it_was_met():
     assert rep["from_metric_bound"]["failure_bound"] is not None
     assert rep["from_observed_width"]["met"] is False
     assert rep["from_observed_width"]["failure_bound"] is None
+
+
+def test_a_tiny_eps_needs_infinitely_many_pulls_not_a_zero_division():
+    # eps * eps underflows to 0 below about 1e-162: `--eps 1e-200` ended a finished run
+    # in "unexpected ZeroDivisionError" while its result was built, the work lost
+    for eps in (1e-200, 1e-320, 5e-324, 5e-153):  # the last: c finite, T not
+        assert pulls_needed(20, 1.0, eps) == float("inf")
+        rep = guarantee_report(20, eps=eps, pulls=100, width_bound=2.0, width_observed=1.0)
+        assert rep["from_metric_bound"]["pulls_needed"] is None
+        assert rep["from_metric_bound"]["met"] is False
+    # a ratio that stays finite is computed, not inf
+    assert pulls_needed(20, 1e-170, 1e-170) == pulls_needed(20, 1.0, 1.0)

@@ -256,6 +256,43 @@ def test_duplicate_column_names(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "duplicate column names: a")
 
 
+def test_duplicate_column_names_in_parquet(tmp_path: Path) -> None:
+    # pyarrow's "ArrowInvalid: Multiple matches for FieldRef.Name(a)" came first, without
+    # the fix
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0, 1, 0]], names=["a", "a", "y"]),
+                   tmp_path / "t.parquet")
+    res = tdshap("clean", "t.parquet", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "duplicate column names: a", "rename them")
+
+
+def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
+    # pandas kept "y " (and a tab before "b"): --target y was "not in" a file whose column
+    # list showed "a, b, colour, y "; the duplicate check already read the names stripped
+    frame = table()
+    text = frame.to_csv(index=False).replace("a,b,colour,y", "a ,\tb, colour , y ", 1)
+    (tmp_path / "t.csv").write_text(text)
+    res = tdshap("value", "t.csv", "--target", "y", "--id-column", "colour", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "repeats ids")  # found the id column by name
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "cleaned.csv").read_text().splitlines()[0] == \
+        "a ,\tb, colour , y "  # the user's header, as written
+
+
+def test_a_file_name_with_dollar_signs_is_not_typeset(tmp_path: Path) -> None:
+    # the curve's title is the file name: matplotlib read "$...$" as TeX, and "a$\\foo{$.csv"
+    # ended the finished run in "Error: \\foo{ ^ ParseFatalException: Unknown symbol"
+    name = "a$\\foo{$.csv"
+    write(table(), tmp_path / name)
+    res = tdshap("clean", name, "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "curve.png").is_file()
+
+
 @pytest.mark.parametrize(
     ("model", "words"),
     [("forest", ("unknown model 'forest'", "dtree")),

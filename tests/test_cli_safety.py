@@ -175,6 +175,34 @@ def test_a_manifest_that_is_not_an_object_is_no_manifest(work: Path, content: st
                   words=("holds files tdshap did not write", "no tdshap manifest"))
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep"])
+@pytest.mark.parametrize("name", [".tdshap-manifest.json", ".tdshap.lock"])
+def test_a_manifest_or_lock_that_is_no_small_file_is_refused_promptly(
+        work: Path, kind: str, name: str) -> None:
+    # both were read whole, following links: a FIFO hung the run forever, a link to
+    # /dev/zero filled memory ("unexpected MemoryError"), a deeply nested manifest was
+    # "unexpected RecursionError"
+    out = work / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("the user's own")
+    path = out / name
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    args = ["value", "wine.csv", "--target", "target", "--out", "out", *FAST]
+    if name == ".tdshap.lock":  # past the manifest check: the lock is read when it exists
+        args.append("--force")
+    res = subprocess.run([sys.executable, "-m", "tdshap.app.cli", *args], cwd=work,
+                         capture_output=True, text=True, timeout=60)
+    refused(res, *(("no tdshap manifest",) if name == ".tdshap-manifest.json" else
+                   ("another tdshap run", "delete")))
+    assert (out / "mine.txt").read_text() == "the user's own"
+    assert path.is_symlink() if kind == "dev-zero" else path.exists()
+
+
 @pytest.mark.parametrize(("option", "words"), [
     (["--jobs", "0"], ("--jobs 0",)),
     (["--seed", "-1"], ("--seed",)),
@@ -346,6 +374,45 @@ def test_a_writer_that_fails_leaves_no_staging_folder(tmp_path: Path) -> None:
         folder.publish(write, {})
     folder.release()
     assert list(tmp_path.iterdir()) == []  # neither --out (nothing published) nor a staging
+
+
+def test_a_file_put_into_out_during_the_run_is_kept(tmp_path: Path) -> None:
+    """The folder was swapped whole at publish time: a file the user saved into --out while
+    the run worked went with the old set and was deleted."""
+    from tdshap.app.outdir import OutputError, OutputFolder
+
+    def write(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("new")
+        return ["values.csv"]
+
+    out = tmp_path / "out"
+    for fresh in (True, False):  # a folder this run creates, and an earlier run's
+        folder = OutputFolder(out, known=("values.csv",))
+        folder.check([], ["values.csv"])
+        folder.claim()
+        (out / "notes.txt").write_text("mine")
+        folder.publish(write, {})
+        folder.release()
+        assert (out / "notes.txt").read_text() == "mine", fresh
+        assert (out / "values.csv").read_text() == "new"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging left
+        (out / "notes.txt").unlink()
+    # one with an output's name is not replaced without --force: nothing is written
+    folder = OutputFolder(out, known=("values.csv", "report.md"))
+    folder.check([], ["values.csv", "report.md"])
+    folder.claim()
+    (out / "report.md").write_text("my report")
+
+    def write_both(stage: Path) -> list[str]:
+        (stage / "report.md").write_text("tdshap's")
+        return [*write(stage), "report.md"]
+
+    with pytest.raises(OutputError, match=r"report\.md appeared in the output folder"):
+        folder.publish(write_both, {})
+    folder.release()
+    assert (out / "report.md").read_text() == "my report"
+    assert (out / "values.csv").read_text() == "new"  # the previous set, unchanged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_full_disk_while_checkpointing_is_one_line(work: Path, full_disk: Path) -> None:

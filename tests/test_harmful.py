@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -226,6 +227,38 @@ def test_a_typo_in_a_held_out_row_is_refused_too() -> None:
     with pytest.raises(ValueError, match=rf"column 'height' of the training data holds numbers "
                        rf"except in 1 cell: '5\.\.1' \(row {val[0]}\)"):
         tdshap.find_harmful(X, y)
+
+
+def test_a_frame_with_number_column_names_and_a_text_column_is_encoded() -> None:
+    # pd.DataFrame(array) names its columns 0, 1, ...: with a text column, scikit-learn's
+    # get_feature_names_out ended in "unsupported operand type(s) for +: 'int' and 'str'"
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({0: rng.normal(size=60), 1: rng.choice(["u", "v"], 60), "z": 1.0})
+    y = np.where(X[0] > 0, "yes", "no")
+    rows = tdshap.find_harmful(X, y, cleanse=False)
+    assert rows.run.data.encoder.feature_names_ == [0, "z", "1_u", "1_v"]
+
+
+@pytest.mark.parametrize(("text", "copied"), [
+    ("y,a,c\nno,1.50,p\nyes,2.50,q\nno,3.50,r\n", True),  # lines are rows: copied as written
+    # a quoted line break (two lines, one row) and a line of a form feed alone (no line to
+    # str.strip, one row to pandas): the counts agreed, the wrong lines were copied, and
+    # cleaned.csv held a broken quote with the rows shifted
+    ('y,a,c\nno,1,"x\ny"\nyes,2,p\nno,3,q\nyes,4,r\n\x0c\n', False),
+])
+def test_the_cleaned_file_reads_back_as_the_kept_rows(tmp_path: Path, text: str,
+                                                      copied: bool) -> None:
+    from tdshap.app.tabular import read_table, write_rows_like
+
+    (tmp_path / "t.csv").write_text(text, newline="")
+    frame = read_table(tmp_path / "t.csv")
+    keep = np.arange(0, len(frame), 2)
+    write_rows_like(tmp_path / "t.csv", frame, keep, tmp_path / "cleaned.csv")
+    back = pd.read_csv(tmp_path / "cleaned.csv", skipinitialspace=True)
+    pd.testing.assert_frame_equal(back, frame.iloc[keep].reset_index(drop=True),
+                                  check_dtype=False)
+    written = (tmp_path / "cleaned.csv").read_text()
+    assert (written == "y,a,c\nno,1.50,p\nno,3.50,r\n") == copied
 
 
 def test_holdout_split_is_stratified_and_disjoint() -> None:

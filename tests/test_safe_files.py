@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -148,3 +149,37 @@ def test_a_link_at_the_temporary_name_is_not_written_through(tmp_path: Path) -> 
     assert users.read_text() == "a,b\n1,2\n"
     assert ValuationResult.load(path).values.shape == _result().values.shape
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "users.csv"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
+def test_a_result_path_that_is_no_regular_file_is_refused(tmp_path: Path, suffix: str,
+                                                         kind: str) -> None:
+    # a FIFO hung load() forever and a link to /dev/zero read until memory ran out
+    import os
+    import threading
+
+    path = tmp_path / f"r{suffix}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    raised: list[BaseException] = []
+    # a thread, so that a hang fails the test instead of stopping the suite
+    worker = threading.Thread(target=lambda: raised.extend(
+        [_catch(lambda: ValuationResult.load(path))]), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "load() hung"
+    assert isinstance(raised[0], ResultFileError)
+    assert "is not a regular file" in str(raised[0])
+
+
+def _catch(fn: Any) -> BaseException | None:
+    try:
+        fn()
+    except BaseException as err:  # the test inspects it
+        return err
+    return None

@@ -271,6 +271,129 @@ def test_every_method_refuses_what_sklearn_or_numpy_would_refuse_deep_inside(
         make(estimator, random_state).fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
+_EVERY_METHOD = [
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
+    lambda: TMCShapley(_tree(), "accuracy", max_permutations=1),
+    lambda: LeaveOneOut(_tree(), "accuracy"),
+    lambda: DataOOB(KNeighborsClassifier(3), n_estimators=2),
+    lambda: ThresholdingOOB(KNeighborsClassifier(3), max_iter=1),
+    lambda: KNNShapley(KNeighborsClassifier(3)),
+]
+_METHOD_IDS = ["tdshap", "tmc", "loo", "data_oob", "tdoob", "knn_shapley"]
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_labels_mixing_text_and_numbers_are_refused_by_every_method(make):
+    # find_harmful refused them; the classes ended in numpy's "'<' not supported between
+    # instances of 'str' and 'int'" from np.unique deep inside
+    mixed = np.array([1, "a"] * 10, dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes text and numbers as labels"):
+        make().fit(X_OK, mixed, X_OK, Y_OK)
+    if not isinstance(make(), DataOOB):  # which ignores validation rows
+        with pytest.raises(ValueError, match=r"y_val mixes text and numbers as labels"):
+            make().fit(X_OK, Y_OK, X_OK, mixed)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_rows_without_feature_columns_are_refused_by_every_method(make):
+    # DataOOB and ThresholdingOOB ended in scikit-learn's "Found array with 0 feature(s)",
+    # TDShap/TMC/LOO in "the estimator failed on every fit", KNNShapley valued them
+    with pytest.raises(ValueError, match=r"X has no feature columns \(shape \(20, 0\)\)"):
+        make().fit(X_OK[:, :0], Y_OK, X_OK[:, :0], Y_OK)
+
+
+@pytest.mark.parametrize("make", [
+    lambda est: DataOOB(est, n_estimators=2),
+    lambda est: ThresholdingOOB(est, max_iter=1),
+], ids=["data_oob", "tdoob"])
+@pytest.mark.parametrize("estimator", [KNeighborsClassifier(1), _tree()], ids=["knn", "tree"])
+def test_out_of_bag_values_of_one_row_are_refused(make, estimator):
+    # every bag holds the one row, so none leaves it out: a k-NN's neighbour lists ended in
+    # scikit-learn's "Expected n_neighbors <= n_samples_fit", a tree in a nan value (DataOOB)
+    # or "the estimator failed on every one of its fits" (ThresholdingOOB)
+    with pytest.raises(ValueError, match=r"needs at least two training rows"):
+        make(estimator).fit(X_OK[:1], Y_OK[:1], X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda y, yv: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: KNNShapley(KNeighborsClassifier(3)).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, y, X_OK, yv),
+], ids=["tdshap", "knn_shapley", "cleanse"])
+def test_text_labels_against_number_labels_are_refused(fit):
+    # y read as text ("0", "1") and y_val as numbers (0, 1): no validation label equals a
+    # training label, every model scored 0 and every value was silently 0
+    text = Y_OK.astype(str)
+    with pytest.raises(ValueError, match=r"y holds text labels \('0', '1'\) but y_val "
+                                         r"holds numbers \(0, 1\)"):
+        fit(text, Y_OK)
+    with pytest.raises(ValueError, match=r"y holds numbers \(0, 1\) but y_val holds text"):
+        fit(Y_OK, text.astype(object))
+
+
+@pytest.mark.parametrize("fit", [
+    lambda y, yv: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: TMCShapley(_tree(), "accuracy", max_permutations=1).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: LeaveOneOut(_tree(), "accuracy").fit(X_OK, y, X_OK, yv),
+    lambda y, yv: KNNShapley(KNeighborsClassifier(3)).fit(X_OK, y, X_OK, yv),
+    lambda y, yv: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, y, X_OK, yv),
+], ids=["tdshap", "tmc", "loo", "knn_shapley", "cleanse"])
+def test_validation_labels_sharing_no_class_with_training_are_refused(fit):
+    # "spam"/"ham" against "SPAM"/"HAM": every model scored 0 on the validation rows and
+    # every value was silently 0 (find_harmful refused it; the classes did not)
+    y = np.where(Y_OK == 1, "spam", "ham")
+    with pytest.raises(ValueError, match=r"no y_val label is a y label \(y_val: 'HAM', "
+                                         r"'SPAM'; y: 'ham', 'spam'\)"):
+        fit(y, np.char.upper(y))
+    fit(y, np.where(np.arange(20) < 10, "spam", "eggs"))  # one shared class is enough
+
+
+def test_a_regressor_takes_validation_targets_the_training_rows_lack():
+    from sklearn.tree import DecisionTreeRegressor
+
+    TDShap(DecisionTreeRegressor(max_depth=2), "neg_mse", n_min=2, k=2, max_iter=1).fit(
+        X_OK, np.arange(20.0), X_OK, np.arange(20.0) + 0.5)
+
+
+@pytest.mark.parametrize(("n_bootstrap", "message"), [
+    (10**12, r"n_bootstrap=1000000000000 resamples of the 20 validation rows need 149,012 GiB"),
+    (float("inf"), r"n_bootstrap=inf must be a whole number >= 0"),
+    (float("nan"), r"n_bootstrap=nan must be a whole number >= 0"),
+])
+def test_cleanse_refuses_a_bootstrap_beyond_memory_or_numbers(n_bootstrap, message):
+    # 10**12 was numpy's MemoryError "Unable to allocate 72.8 TiB", inf int()'s
+    # OverflowError and nan its "cannot convert float NaN to integer"
+    with pytest.raises(ValueError, match=message):
+        cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK, rule="one_se",
+                n_bootstrap=n_bootstrap)
+
+
+@pytest.mark.parametrize(("y_test", "message"), [
+    (Y_OK[:0], r"X_test is empty"),
+    (Y_OK.astype(str), r"y holds numbers \(0, 1\) but y_test holds text labels"),
+    (Y_OK + 7, r"no y_test label is a y label \(y_test: 7, 8; y: 0, 1\)"),
+])
+def test_cleanse_refuses_test_rows_that_cannot_be_scored(y_test, message):
+    # empty test rows were "the estimator failed on every one of its fits"; test labels of
+    # another type or other classes scored every model 0, silently
+    X_test = X_OK[:len(y_test)]
+    with pytest.raises(ValueError, match=message):
+        cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK, X_test, y_test)
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"n_estimators": 10**12}, r"n_estimators=1000000000000 bags of N=20 rows need "
+                               r"119,209 GiB, over the memory budget"),
+    ({"n_jobs": 0}, r"n_jobs=0 must be a non-zero integer"),
+    ({"n_jobs": 2.0}, r"n_jobs=2.0 must be a non-zero integer"),
+])
+def test_data_oob_refuses_bags_beyond_memory_and_odd_worker_counts(params, message):
+    # numpy's MemoryError "Unable to allocate 7.28 TiB" and joblib's "n_jobs == 0 in
+    # Parallel has no meaning" came from deep inside
+    with pytest.raises(ValueError, match=message):
+        DataOOB(_tree(), **params).fit(X_OK, Y_OK)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

@@ -53,6 +53,27 @@ def test_cache_refuses_other_widths_and_bad_names(tmp_path):
         EmbeddingCache(tmp_path, "../escape")
 
 
+def test_cache_never_writes_through_a_link_at_its_temporary_name(tmp_path):
+    # np.savez opened the predictable "m.npz.tmp.npz" and wrote through a link put there
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    (tmp_path / "m.npz.tmp.npz").symlink_to(victim)
+    EmbeddingCache(tmp_path, "m").embed(["x"], lambda t: np.ones((len(t), 3)))
+    assert victim.read_text() == "mine"
+    assert len(EmbeddingCache(tmp_path, "m")) == 1
+
+
+@pytest.mark.parametrize("content", [b"not a zip", b"", "json"], ids=["text", "empty", "other"])
+def test_a_damaged_cache_file_is_one_clear_error(tmp_path, content):
+    # it ended in numpy's BadZipFile/EOFError or a KeyError 'keys' from deep inside
+    if content == "json":
+        np.savez(tmp_path / "m.npz", other=np.ones(3))
+    else:
+        (tmp_path / "m.npz").write_bytes(content)
+    with pytest.raises(ValueError, match=r"m\.npz is not an embedding cache .*delete it"):
+        EmbeddingCache(tmp_path, "m")
+
+
 def test_cache_survives_an_interrupted_run(tmp_path):
     """Chunks finished before a failure are kept: a rerun computes only the rest."""
     done: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import IO, Any
@@ -49,6 +50,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             # it names the hidden temporary file (".r.json.tmp-123"); the caller asked for path
             raise type(err)(err.errno, err.strerror, str(path)) from None
         raise
+
+
+def read_small_file(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not a link) of at most ``limit``
+    bytes, else None. A folder's own small files (a manifest, a lock) are read this way:
+    opened without following a link (one to /dev/zero filled memory) and without
+    blocking (a FIFO hung the run forever), and only up to ``limit``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(
+            os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        data = fh.read(limit + 1)  # it may have grown since it was opened
+    return data if len(data) <= limit else None
 
 
 def unpacked_size_problem(fh: IO[bytes]) -> str | None:

@@ -58,6 +58,9 @@ def as_features(X: Any, name: str) -> np.ndarray:
         )
     if arr.ndim < 2:
         raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim}-D.")
+    if 0 in arr.shape[1:]:  # every row alike: nothing to learn from or measure distances on
+        raise ValueError(f"{name} has no feature columns (shape {arr.shape}): each row needs "
+                         "at least one feature.")
     arr = arr.astype(float, copy=False) if arr.dtype.kind != "f" else arr
     if not np.isfinite(arr).all():
         rows, cols = np.nonzero(~np.isfinite(arr.reshape(len(arr), -1)))
@@ -84,6 +87,10 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
         raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
     if arr.dtype == object and pd.isna(arr).any():
         raise ValueError(f"{name} contains missing values; drop those rows first.")
+    if arr.dtype == object and len({isinstance(v, str) for v in arr}) > 1:
+        # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"
+        raise ValueError(f"{name} mixes text and numbers as labels: give every label the "
+                         "same type (e.g. all text).")
     return arr
 
 
@@ -131,7 +138,41 @@ def check_data(
             f"X has {Xa.shape[1:]} features per row but X_val has {Xv.shape[1:]}: "
             "they must match."
         )
+    check_label_kinds(ya, yv)
     return Xa, ya, Xv, yv
+
+
+def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:
+    """Refuse text labels against number labels (e.g. one file's labels read as text):
+    no held-out label equals a training label, so every model scores 0, silently."""
+    kinds = _label_kind(y), _label_kind(other)
+    if kinds[0] != kinds[1]:
+        raise ValueError(f"y holds {kinds[0]} ({_shown(y)}) but {name} holds {kinds[1]} "
+                         f"({_shown(other)}): no {name} label can equal a training label. "
+                         f"Give both the same type (e.g. {name}.astype(str), or numbers in "
+                         "both).")
+
+
+def _shown(a: np.ndarray) -> str:
+    return ", ".join(repr(v) for v in pd.unique(a)[:3].tolist())
+
+
+def check_shared_classes(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:
+    """Refuse classification labels of which no held-out one (``name``) is a training one:
+    every model then scores 0 on those rows, so every value (or test score) would be 0."""
+    if not np.isin(other, y).any():
+        what = "validation" if name == "y_val" else "test"
+        raise ValueError(f"no {name} label is a y label ({name}: {_shown(other)}; y: "
+                         f"{_shown(y)}): every model would score 0 on the {what} rows "
+                         f"and every {'value' if what == 'validation' else 'score'} would be "
+                         f"0. Give {what} rows of the same classes, with the same label "
+                         "spelling.")
+
+
+def _label_kind(y: np.ndarray) -> str:
+    """``"text labels"`` or ``"numbers"`` (booleans count as numbers: True == 1)."""
+    text = y.dtype.kind in "US" or (y.dtype == object and all(isinstance(v, str) for v in y))
+    return "text labels" if text else "numbers"
 
 
 def check_estimator(estimator: Any) -> None:
@@ -150,6 +191,14 @@ def check_estimator(estimator: Any) -> None:
     except (AttributeError, TypeError):
         raise ValueError(f"estimator {type(estimator).__name__} is not a scikit-learn estimator "
                          "(derive it from sklearn.base.BaseEstimator).") from None
+
+
+def check_bag_rows(n: int, method: str) -> None:
+    """Out-of-bag values need two rows: a row is scored by the bags that leave it out, and
+    one row is in every bag (a k-NN's neighbour lists then failed inside scikit-learn)."""
+    if n < 2:
+        raise ValueError(f"{method} needs at least two training rows, got {n}: a row is "
+                         "valued by the bags that leave it out, and one row is in every bag.")
 
 
 #: scikit-learn seeds numpy's legacy RandomState, which takes seeds below 2**32 only

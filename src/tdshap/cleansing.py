@@ -32,7 +32,10 @@ from tdshap._validation import (
     as_pair,
     check_data,
     check_estimator,
+    check_label_kinds,
+    check_number,
     check_random_state,
+    check_shared_classes,
 )
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
@@ -64,6 +67,7 @@ from tdshap.utility.base import (
     fallback_model,
     random_state_params,
 )
+from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
 from tdshap.utility.metrics import default_metric, resolve_metric
@@ -213,9 +217,9 @@ def cleanse(
     check_rule(rule)
     if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
         n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
-    if int(n_bootstrap) != n_bootstrap or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap={n_bootstrap!r} must be a whole number >= 0 "
-                         "(0: no bootstrap, so the one_se rule removes nothing).")
+    # check_number, not int(): inf was int()'s OverflowError, nan its "cannot convert"
+    check_number(n_bootstrap, "n_bootstrap", low=0, integer=True,
+                 hint="0: no bootstrap, so the one_se rule removes nothing.")
     check_estimator(estimator)
     # it seeds the grid models too: scikit-learn's seeds, not a Generator
     check_random_state(random_state, generator=False)
@@ -225,13 +229,30 @@ def cleanse(
         raise ValueError(f"alpha={alpha!r} must be a level between 0 and 1 (exclusive), "
                          "e.g. 0.05.")
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
+    if is_classifier(estimator):
+        check_shared_classes(ya, yv)
+    # the resampled rows are one int64 table (tdshap.cut.bootstrap_indices): 10**12 was
+    # numpy's MemoryError "Unable to allocate 72.8 TiB"
+    need = int(n_bootstrap) * len(yv) * 8
+    if need > memory_budget():
+        raise ValueError(f"n_bootstrap={n_bootstrap!r} resamples of the {len(yv)} validation "
+                         f"rows need {need / 2**30:,.0f} GiB, over the memory budget of "
+                         f"{memory_budget() / 2**30:g} GiB (TDSHAP_MEMORY_BUDGET_GB): use at "
+                         f"most {memory_budget() // (8 * len(yv)):,} (e.g. 200).")
     if (X_test is None) != (y_test is None):
         raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None
     if has_test:
         Xt, yt = as_pair(X_test, y_test, "X_test", "y_test")
+        if len(Xt) == 0:  # was "the estimator failed on every one of its fits"
+            raise ValueError("X_test is empty: give test rows, or leave X_test and y_test "
+                             "out.")
         if Xt.shape[1:] != Xa.shape[1:]:
             raise ValueError("X_test must have the same features as X.")
+        # as for the validation rows: the after-cleansing test score would be 0, silently
+        check_label_kinds(ya, yt, "y_test")
+        if is_classifier(estimator):
+            check_shared_classes(ya, yt, "y_test")
     order, method = _ranking(values, random_state)
     if len(order) != len(ya):
         raise ValueError(

@@ -361,6 +361,10 @@ class ValuationResult:
         path = Path(path)
         if path.suffix not in (".json", ".npz"):
             raise ValueError(f"cannot load {path}: expected a .json or .npz file.")
+        if path.exists() and not path.is_file():
+            # a FIFO hung the read forever, a link to /dev/zero read until memory ran out
+            raise ResultFileError(f"{path} is not a regular file (a folder, a device or a "
+                                  "pipe): give the path of a saved result.")
         try:
             if path.suffix == ".json":
                 data = json.loads(path.read_text(encoding="utf-8"))

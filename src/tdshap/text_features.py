@@ -26,12 +26,16 @@ with ``allow_pickle=False``.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tdshap._io import atomic_write_bytes, unpacked_size_problem
 
 ENCODERS = ("e5", "tfidf")
 E5_MAX_CHARS = 256
@@ -62,18 +66,32 @@ class EmbeddingCache:
     def _load(self) -> tuple[np.ndarray, np.ndarray | None]:
         if not self.file.exists():
             return np.empty(0, dtype="<U64"), None
-        with np.load(self.file, allow_pickle=False) as z:
-            keys, vectors = z["keys"], z["vectors"]
-        if keys.ndim != 1 or vectors.ndim != 2 or len(keys) != len(vectors):
-            raise ValueError(f"{self.file} is not an embedding cache (keys/vectors mismatch).")
+        fix = "delete it to rebuild the cache"
+        try:
+            with open(self.file, "rb") as fh:
+                problem = unpacked_size_problem(fh)  # a zip bomb is refused unread
+                if problem is None:
+                    with np.load(fh, allow_pickle=False) as z:
+                        keys, vectors = z["keys"], z["vectors"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            # numpy's own errors (BadZipFile, KeyError 'keys') named neither file nor fix
+            raise ValueError(f"{self.file} is not an embedding cache ({type(err).__name__}: "
+                             f"{err}): {fix}.") from None
+        if problem is not None:
+            raise ValueError(f"{self.file} is not an embedding cache ({problem}): {fix}.")
+        if keys.ndim != 1 or vectors.ndim != 2 or len(keys) != len(vectors) or \
+                vectors.dtype.kind not in "fiu":
+            raise ValueError(f"{self.file} is not an embedding cache (keys/vectors mismatch): "
+                             f"{fix}.")
         return keys.astype("<U64"), vectors
 
     def _save(self) -> None:
         assert self.vectors is not None
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_name(self.file.name + ".tmp.npz")
-        np.savez(tmp, keys=self.keys, vectors=self.vectors)
-        os.replace(tmp, self.file)
+        buf = io.BytesIO()
+        np.savez(buf, keys=self.keys, vectors=self.vectors)
+        # not np.savez(path): it wrote through a link put at its predictable temporary name
+        atomic_write_bytes(self.file, buf.getvalue())
 
     def __len__(self) -> int:
         return len(self.keys)

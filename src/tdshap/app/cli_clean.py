@@ -283,7 +283,9 @@ def _write_outputs(run_: HarmfulRun, tmp: Path, train_path: Path, frame: pd.Data
         keep = np.setdiff1d(np.arange(len(frame)), removed)
         name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
         write_rows_like(train_path, frame, keep, tmp / name)
-        title = f"{train_path.name}: {run_.model_name}, {run_.data.task}"
+        # a file name is text, not matplotlib's TeX: "a$\\foo{$.csv" failed the plot after
+        # the whole run ("ParseFatalException: Unknown symbol")
+        title = f"{train_path.name}: {run_.model_name}, {run_.data.task}".replace("$", r"\$")
         run_.cleansing.plot(tmp / "curve.png", title=title)
         written += [name, "curve.png"]
     (tmp / "report.md").write_text(markdown_report(run_, inputs), encoding="utf-8")

@@ -21,8 +21,11 @@ Publishing
     not produce go with the old folder. Where ``--out`` cannot be swapped
     (``force`` with other files in it, or ``--out`` is the working directory),
     the files are renamed in one by one from a staging folder inside it and
-    the manifest is replaced last. A failure while writing (a full disk)
-    removes the staging folder and leaves the previous outputs as they were.
+    the manifest is replaced last; so they are too when a file appeared in
+    ``--out`` while the run worked (the swap would delete it with the old set),
+    and one that has an output's name is refused without ``force``. A failure
+    while writing (a full disk) removes the staging folder and leaves the
+    previous outputs as they were.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdshap._io import atomic_write_bytes
+from tdshap._io import atomic_write_bytes, read_small_file
 
 MANIFEST = ".tdshap-manifest.json"
 LOCK = ".tdshap.lock"
@@ -48,6 +51,8 @@ STAGING = ".tdshap-new-"
 MANIFEST_FORMAT = "tdshap.OutputManifest"
 #: Places where a folder of results cannot live (kernel and device file systems).
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
+#: The largest manifest read (a demo of 10,000 trials lists 30,000 names, about 1 MB).
+MAX_MANIFEST_BYTES = 16 * 2**20
 
 
 class OutputError(ValueError):
@@ -60,9 +65,10 @@ def _inside(path: str, folder: str) -> bool:
 
 def read_manifest(folder: Path) -> list[str] | None:
     """The file names a manifest in ``folder`` lists, or None when there is no valid one."""
+    raw = read_small_file(folder / MANIFEST, MAX_MANIFEST_BYTES)
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(data, dict):  # valid JSON of another shape (a list, a string)
         return None
@@ -249,10 +255,8 @@ class OutputFolder:
             try:
                 fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                try:
-                    text = path.read_text().strip()
-                except OSError:
-                    text = ""
+                raw = read_small_file(path, 64)  # a process id; not a FIFO or a link
+                text = raw.decode("ascii", "replace").strip() if raw is not None else ""
                 if not text.isdigit() or _pid_alive(int(text)):
                     raise OutputError(
                         f"another tdshap run (process {text or 'starting'}) is writing to "
@@ -289,7 +293,8 @@ class OutputFolder:
         """Drop this run's lock; remove ``--out`` if this run created it and wrote nothing."""
         lock = self.real / LOCK
         with contextlib.suppress(OSError):
-            if self.locked and lock.read_text().strip() == str(os.getpid()):
+            if self.locked and (read_small_file(lock, 64) or b"").strip() == \
+                    str(os.getpid()).encode():
                 lock.unlink()
         self.locked = False
         if self.created:
@@ -315,6 +320,7 @@ class OutputFolder:
                         shutil.copy2(self.real / name, stage / name)
             files = [*written, *kept]
             atomic_write_bytes(stage / MANIFEST, _manifest_bytes(files, True, about))
+            self._keep_added(written)
             if self.in_place:
                 self._rename_in(stage, written, files)
             else:
@@ -330,6 +336,22 @@ class OutputFolder:
             raise
         self.locked = False if not self.in_place else self.locked
         return written
+
+    def _keep_added(self, written: list[str]) -> None:
+        """Keep what the user put into ``--out`` while the run worked: swapping the folder
+        would delete it with the old set, so the outputs are renamed in beside it; one that
+        has an output's name is refused (replaced only with ``force``)."""
+        ours = set(self.old_files) | set(self.keep) | {MANIFEST, LOCK}
+        added = sorted(n for n in os.listdir(self.real) if n not in ours
+                       and not n.startswith(STAGING) and not self._partial(n))
+        clash = [n for n in added if n in written]
+        if clash and not self.force:
+            raise OutputError(
+                f"{', '.join(clash)} appeared in the output folder {self.out} during the run, "
+                "with the name of an output: nothing was written and it is unchanged; move it "
+                "elsewhere and run again, or pass --force to replace it.")
+        if added:
+            self.in_place = True
 
     def _swap(self, stage: Path) -> None:
         if not exchange(stage, self.real):

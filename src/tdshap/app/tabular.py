@@ -38,6 +38,7 @@ Missing values
 from __future__ import annotations
 
 import csv
+import io
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -100,7 +101,12 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
         _require_pyarrow()
     try:
         names = _header_names(path)
-        if is_parquet(path):
+        # before the frame: pyarrow cannot read a Parquet file with two columns of one name
+        # ("ArrowInvalid: Multiple matches for FieldRef.Name(a)")
+        dupes = sorted(name for name, count in Counter(names).items() if count > 1)
+        if dupes:
+            frame = pd.DataFrame()
+        elif is_parquet(path):
             frame = pd.read_parquet(path)
         else:
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
@@ -112,10 +118,14 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
         raise ValueError(f"cannot read {what} {path} as {kind}: {detail}.") from None
     except Exception as err:  # pyarrow raises its own types for corrupt files
         raise ValueError(f"cannot read {what} {path}: {type(err).__name__}: {err}.") from None
-    dupes = sorted(name for name, count in Counter(names).items() if count > 1)
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
                          "rename them so each column has its own name.")
+    if not is_parquet(path):
+        # the names as the duplicate check reads them: pandas keeps spaces after a name and
+        # a tab before it ("y "), so --target y was "not in" a file listing "..., y "
+        frame.columns = pd.Index([c.strip() if isinstance(c, str) else c
+                                  for c in frame.columns])
     if frame.shape[1] == 0 or len(frame) == 0:
         raise ValueError(f"{what} {path} has no data rows.")
     if frame.shape[1] == 1 and not is_parquet(path):
@@ -176,13 +186,29 @@ def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: P
     with open(source, encoding="utf-8", newline="") as fh:
         lines = fh.read().splitlines(keepends=True)
     header, body = lines[0], [line for line in lines[1:] if line.strip()]
+    text = None
     if len(body) == len(frame):
         text = header + "".join(body[i] for i in keep)
         if text and not text.endswith(("\n", "\r")):
             text += "\n"
+    if text is not None and _reads_as(text, frame.iloc[keep], source):
         dest.write_text(text, encoding="utf-8", newline="")
     else:  # quoted line breaks inside fields: lines are not rows
         frame.iloc[keep].to_csv(dest, sep=_separator(source), index=False)
+
+
+def _reads_as(text: str, rows: pd.DataFrame, source: Path) -> bool:
+    """Whether the copied lines ``text`` read back as ``rows``: equal line and row counts
+    can still pair the wrong lines (a quoted line break in one row and a line of a form
+    feed alone, which pandas reads as a row, left a broken quote and shifted rows)."""
+    try:
+        back = pd.read_csv(io.StringIO(text), sep=_separator(source), skipinitialspace=True)
+        back.columns = rows.columns
+        pd.testing.assert_frame_equal(back.reset_index(drop=True), rows.reset_index(drop=True),
+                                      check_dtype=False, check_exact=True)
+    except (ValueError, AssertionError, pd.errors.ParserError):
+        return False
+    return True
 
 
 # -- columns, target, task ----------------------------------------------------
@@ -367,7 +393,10 @@ class TableEncoder:
                 c: [str(v) for v in cats] for c, cats in
                 zip(self.categorical_, self._onehot.categories_, strict=True)
             }
-            cat_names = list(self._onehot.get_feature_names_out(self.categorical_))
+            # as text: scikit-learn joins name + "_" + level, and pd.DataFrame(array) names
+            # its columns 0, 1, ... ("unsupported operand type(s) for +: 'int' and 'str'")
+            cat_names = list(self._onehot.get_feature_names_out(
+                [str(c) for c in self.categorical_]))
         else:
             self.levels_ = {}
             cat_names = []

@@ -8,9 +8,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 
-from tdshap._validation import check_data, check_estimator, check_random_state
+from tdshap._validation import (
+    check_data,
+    check_estimator,
+    check_random_state,
+    check_shared_classes,
+)
 from tdshap.result import ValuationResult
 from tdshap.utility.base import SEED_MODES, Chain, Utility, check_some_fit_worked
 from tdshap.utility.fast import make_utility
@@ -58,6 +63,8 @@ class BaseValuation(BaseEstimator):
         """Validate everything, then build the utility and the run's random generator."""
         self._check_common()
         Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
+        if is_classifier(self.estimator):
+            check_shared_classes(ya, yv)
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None
         self._check_params(len(ya))
         rng = np.random.default_rng(self.random_state)

@@ -22,13 +22,15 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from tdshap._validation import check_estimator, check_number
+from tdshap._validation import check_bag_rows, check_estimator, check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
+from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_lists
 from tdshap.utility.metrics import row_scores
+from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.warm_start import prepare_estimator
 
 _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean_squared_error")}
@@ -177,10 +179,22 @@ class DataOOB(DirectValuation):
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> DataOOB:
         """Value every row of ``(X, y)``; ``X_val`` and ``y_val`` are ignored."""
         Xa, ya = self._start(X, y)
+        check_bag_rows(len(ya), "DataOOB")
         check_estimator(self.estimator)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
         check_number(self.n_estimators, "n_estimators", low=1, integer=True)
+        check_n_jobs(self.n_jobs, optional=True)  # was joblib's "n_jobs == 0 ... no meaning"
+        # every bag's out-of-bag rows and scores (about 0.37 N of each, 16 bytes a row) are
+        # kept until summed, and its seed drawn up front (8 bytes): 10**12 bags was
+        # numpy's MemoryError "Unable to allocate 7.28 TiB"
+        need = int(self.n_estimators) * (8 + 6 * len(ya))
+        if need > memory_budget():
+            raise ValueError(
+                f"n_estimators={self.n_estimators!r} bags of N={len(ya)} rows need "
+                f"{need / 2**30:,.0f} GiB, over the memory budget of "
+                f"{memory_budget() / 2**30:g} GiB (TDSHAP_MEMORY_BUDGET_GB): use at most "
+                f"{memory_budget() // (8 + 6 * len(ya)):,} (e.g. 1000).")
         check_search(self.neighbor_search)
         task = self._resolve_task(ya, self.estimator)
         self._check_fixed_metric(task, _METRICS)

@@ -56,7 +56,7 @@ from scipy.stats import poisson
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import check_number
+from tdshap._validation import check_bag_rows, check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
@@ -228,8 +228,7 @@ class KNNOutOfBag(DirectValuation):
         if len(classes) < 2:
             raise ValueError("y has a single class: there is nothing to tell apart.")
         self.n_classes_ = len(classes)
-        if n < 2:
-            raise ValueError("KNNOutOfBag needs at least two rows (each is valued by the others).")
+        check_bag_rows(n, "KNNOutOfBag")
         try:
             lists = NeighborLists(model, Xa, ya, search=self.neighbor_search)
         except NotEligible as why:

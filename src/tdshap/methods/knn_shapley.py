@@ -84,7 +84,7 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import check_data, check_number
+from tdshap._validation import check_data, check_number, check_shared_classes
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
 
@@ -318,6 +318,8 @@ class KNNShapley(DirectValuation):
         k = self._resolve_k()
         task = self._resolve_task(ya, self.estimator)
         self._check_fixed_metric(task, _METRICS)
+        if task == "classification" and validation:
+            check_shared_classes(ya, yv)
         if task == "regression":
             if ya.dtype.kind not in "biuf" or yv.dtype.kind not in "biuf":
                 raise ValueError("regression needs numeric targets in y and y_val.")

@@ -47,7 +47,7 @@ from typing import Any, Literal
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from tdshap._validation import check_number
+from tdshap._validation import check_bag_rows, check_number
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.thresholds import marginal_scale
 from tdshap.methods.base import BaseValuation
@@ -178,6 +178,7 @@ class ThresholdingOOB(BaseValuation):
         return str(self.metric)
 
     def _check_params(self, n: int) -> None:
+        check_bag_rows(n, "ThresholdingOOB")
         for name in ("tau", "eps"):
             if getattr(self, name) != "auto":
                 check_number(getattr(self, name), name, low=0 if name == "eps" else None,

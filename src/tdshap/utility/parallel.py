@@ -296,6 +296,18 @@ def _is_dask_client(obj: Any) -> bool:
     return type(obj).__name__ == "Client" and type(obj).__module__.startswith("distributed")
 
 
+def check_n_jobs(n_jobs: Any, optional: bool = False) -> None:
+    """Refuse what joblib refuses from deep inside (0, a float, a bool); ``optional``: None
+    (joblib's default, in-process) is taken too."""
+    if n_jobs is None and optional:
+        return
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
+        raise ValueError(
+            f"n_jobs={n_jobs!r} must be a non-zero integer: 1 runs in-process, 2 or more "
+            "uses that many workers, -1 every core."
+        )
+
+
 def make_executor(n_jobs: Any = 1, backend: Any = "loky") -> Executor | None:
     """The executor for ``n_jobs`` and ``backend``; ``None`` means evaluate in-process.
 
@@ -305,11 +317,7 @@ def make_executor(n_jobs: Any = 1, backend: Any = "loky") -> Executor | None:
     the backend is Dask, whose cluster decides). With ``backend="dask"`` and
     no running client, ``n_jobs`` is the number of local workers started.
     """
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise ValueError(
-            f"n_jobs={n_jobs!r} must be a non-zero integer: 1 runs in-process, 2 or more "
-            "uses that many workers, -1 every core."
-        )
+    check_n_jobs(n_jobs)
     if _is_dask_client(backend):
         return DaskExecutor(backend)
     if backend == "dask":

@@ -15,19 +15,25 @@ from typing import Any
 
 
 def pulls_needed(n: int, width: float, eps: float) -> float:
-    """Smallest T with ``T >= 64 n w^2/eps^2 * log(n (1 + log T))`` (inf if eps = 0)."""
+    """Smallest T with ``T >= 64 n w^2/eps^2 * log(n (1 + log T))`` (inf if eps = 0, or
+    if so many pulls exceed the float range)."""
     if width <= 0:
         return 0.0
     if eps <= 0:
         return math.inf
-    c = 64.0 * n * width * width / (eps * eps)
+    # (w / eps)^2, not w^2 / eps^2: eps * eps underflows to 0 below about 1e-162 (a
+    # ZeroDivisionError after the whole run); a ratio beyond float range is inf pulls
+    ratio = width / eps
+    c = 64.0 * n * ratio * ratio
+    if not math.isfinite(c):
+        return math.inf
     t = max(c, 1.0)
     for _ in range(100):  # the right-hand side grows like log T: a fixed point is reached fast
         nxt = c * math.log(max(n * (1.0 + math.log(t)), 1.0 + 1e-12))
         if abs(nxt - t) <= 1e-9 * t:
             break
         t = max(nxt, 1.0)
-    return math.ceil(t)
+    return math.ceil(t) if math.isfinite(t) else math.inf  # c near the float range
 
 
 def failure_bound(n: int, pulls: int) -> float:
