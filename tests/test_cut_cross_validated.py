@@ -47,25 +47,37 @@ def _models(rng: np.random.Generator, n_val: int, gain: float, redraw: float = 0
     return y, preds
 
 
+@dataclasses.dataclass
+class Checked:
+    evidence: CutEvidence
+    check: CrossValidatedRules | None
+    val: np.ndarray
+    boot: np.ndarray
+
+    def suited(self) -> CutEvidence:
+        return suited(self.evidence, self.check, GRID, self.val, self.boot)
+
+
 def _check(y: np.ndarray, preds: np.ndarray, seed: int, n_eligible: int | None = None
-           ) -> tuple[CutEvidence, CrossValidatedRules | None]:
+           ) -> Checked:
     rng = np.random.default_rng(seed)
     idx = bootstrap_indices(y, 200, rng, stratify=True)
     boot = bootstrap_curves(ACCURACY, y, preds, idx)
     val = np.array([ACCURACY.from_predictions(y, p) for p in preds])
     evidence = choose_cut(GRID, val, boot, n_eligible=n_eligible)
-    return evidence, cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng, stratify=True,
-                                           n_eligible=n_eligible, n_bootstrap=100)
+    return Checked(evidence, cross_validated_rules(GRID, preds, y, ACCURACY, idx, rng,
+                                                   stratify=True, n_eligible=n_eligible,
+                                                   n_bootstrap=100), val, boot)
 
 
 def test_models_that_gain_nothing_rarely_take_the_papers_cut():
     preferred = chased = 0
     for seed in range(100):
         y, preds = _models(np.random.default_rng(seed), 200, gain=0.0)
-        evidence, check = _check(y, preds, seed)
-        assert check is not None and len(check.cuts_paper) == 5
-        chased += evidence.n_best > 0  # the paper's rule alone: nearly always
-        preferred += suited(evidence, check).n_chosen > evidence.n_chosen
+        c = _check(y, preds, seed)
+        assert c.check is not None and len(c.check.cuts_paper) == 5
+        chased += c.evidence.n_best > 0  # the paper's rule alone: nearly always
+        preferred += c.suited().n_chosen > c.evidence.n_chosen
     assert chased >= 80
     assert preferred <= 10
 
@@ -73,13 +85,15 @@ def test_models_that_gain_nothing_rarely_take_the_papers_cut():
 def test_a_gain_beyond_the_eligible_rows_takes_the_papers_cut():
     # the one-SE rule may only remove the 20 eligible rows; the gain grows to 0.15 at 140
     y, preds = _models(np.random.default_rng(1), 300, gain=0.15, redraw=0.05)
-    evidence, check = _check(y, preds, 1, n_eligible=20)
+    c = _check(y, preds, 1, n_eligible=20)
+    evidence, check = c.evidence, c.check
     assert evidence.n_chosen <= 20 and evidence.n_best >= 100
     assert check is not None and check.prefers_paper
     assert max(check.cuts_one_se) <= 20 and min(check.cuts_paper) >= 60
     assert check.gain_paper == pytest.approx(0.15, abs=0.06) and check.lead > 0.05
-    taken = suited(evidence, check)
-    assert taken.n_chosen == evidence.n_best and taken.gain_chosen == evidence.gain_best
+    taken = c.suited()
+    assert taken.n_chosen == min(evidence.n_best, max(check.cuts_paper))
+    assert taken.gain_chosen == c.val[GRID == taken.n_chosen][0] - c.val[0]
     assert taken.cross_validated == check
     assert "the paper's rule" in taken.reason and "cross-validated over 5 folds" in taken.reason
 
@@ -102,25 +116,51 @@ def test_too_few_validation_rows_give_no_check():
                                  stratify=False) is None
 
 
+#: a removal curve whose best validation score is at 30 rows (+0.06), 20 rows second best
+CURVE = np.arange(0, 50, 10)
+CURVE_SCORES = np.array([0.70, 0.72, 0.75, 0.76, 0.74])
+CURVE_BOOT = CURVE_SCORES + np.random.default_rng(0).normal(0, 0.01, (200, len(CURVE)))
+
+
 def _evidence(n_chosen: int, n_best: int) -> CutEvidence:
     return CutEvidence("one_se", n_chosen, 0.02, 0.01, n_best, 0.06, 0.02, 2.0, 500, None,
                        f"removing {n_chosen} rows gains +0.02")
 
 
+def _suited(evidence: CutEvidence, check: CrossValidatedRules | None) -> CutEvidence:
+    return suited(evidence, check, CURVE, CURVE_SCORES, CURVE_BOOT)
+
+
 def test_suited_keeps_the_one_se_cut_unless_the_check_prefers_the_papers():
     declined = CrossValidatedRules((10,) * 5, (30,) * 5, 0.02, 0.03, 0.01, 0.02, 1.645)
     assert not declined.prefers_paper  # a lead of 0.5 SE
-    kept = suited(_evidence(10, 30), declined)
+    kept = _suited(_evidence(10, 30), declined)
     assert kept.n_chosen == 10 and kept.cross_validated == declined
     assert kept.reason == "removing 10 rows gains +0.02"
     preferred = CrossValidatedRules((10,) * 5, (30,) * 5, 0.02, 0.06, 0.01, 0.01, 1.645)
-    taken = suited(_evidence(10, 30), preferred)
+    taken = _suited(_evidence(10, 30), preferred)
     assert taken.n_chosen == 30 and taken.gain_chosen == 0.06 and taken.se_chosen == 0.02
     assert "removing 10 rows gains +0.02" in taken.reason  # what the one-SE rule said
-    assert suited(_evidence(10, 30), None) == _evidence(10, 30)
-    assert suited(_evidence(30, 30), preferred) == _evidence(30, 30)  # nothing larger
+    assert _suited(_evidence(10, 30), None) == _evidence(10, 30)
+    assert _suited(_evidence(30, 30), preferred) == _evidence(30, 30)  # nothing larger
     paper = dataclasses.replace(_evidence(10, 30), rule="paper")
-    assert suited(paper, preferred) == paper
+    assert _suited(paper, preferred) == paper
+
+
+def test_the_papers_cut_taken_is_no_larger_than_the_largest_folds_cut():
+    # the folds chose 10-20 rows: the whole curve's best (30) is beyond every one of them
+    folds = CrossValidatedRules((0,) * 5, (10, 20, 20, 10, 20), 0.0, 0.04, 0.01, 0.01, 1.645)
+    assert folds.prefers_paper
+    taken = _suited(_evidence(10, 30), folds)
+    assert taken.n_chosen == 20  # the best score among cuts up to 20
+    assert taken.gain_chosen == pytest.approx(0.05)
+    assert taken.se_chosen == pytest.approx(np.std(CURVE_BOOT[:, 2] - CURVE_BOOT[:, 0], ddof=1))
+    assert "at most the largest fold's cut (20" in taken.reason
+    assert "+0.06 at n=30" in taken.reason
+    # when the best cut within the folds' is no larger than the one-SE rule's, it stays
+    small = dataclasses.replace(folds, cuts_paper=(10,) * 5)
+    kept = _suited(_evidence(10, 30), small)
+    assert kept.n_chosen == 10 and kept.cross_validated == small
 
 
 def _flipped(d, n_flipped: int, seed: int) -> tuple[np.ndarray, ValuationResult]:

@@ -428,7 +428,7 @@ def cleanse(
                                               fold_curves=curves,
                                               level=check_level(estimator),
                                               lead_level=lead_level(estimator))
-        evidence = suited(evidence, check)
+        evidence = suited(evidence, check, grid, val_scores, boot)
     elif rule == "one_se" and classes is None and free and idx is not None and \
             stacked is not None:
         # a regressor's cut of the best squared error, where cross-validation on it agrees

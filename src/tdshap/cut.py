@@ -448,18 +448,38 @@ def cross_validated_rules(grid: np.ndarray, predictions: np.ndarray, y_val: np.n
         level, fold_curves is not None, lead_level, score_name)
 
 
-def suited(evidence: CutEvidence, check: CrossValidatedRules | None) -> CutEvidence:
+def suited(evidence: CutEvidence, check: CrossValidatedRules | None, grid: np.ndarray,
+           val_scores: np.ndarray, boot: np.ndarray | None) -> CutEvidence:
     """``evidence`` with the paper's cut taken when ``check`` prefers it, and the check
-    recorded either way; unchanged without a check or when the paper's cut is no larger."""
+    recorded either way; unchanged without a check or when the paper's cut is no larger.
+
+    The check vouches for the cuts its folds chose: the paper's cut taken is the best
+    validation score of the curve (``grid``, ``val_scores``, ``boot``) among cuts no
+    larger than the largest fold's. A maximum beyond every fold's cut is one that no
+    fold's share of the validation rows would have chosen: the check says nothing of it.
+    """
     if check is None or evidence.rule == "paper" or evidence.n_best <= evidence.n_chosen:
         return evidence
     if not check.prefers_paper:
         return dataclasses.replace(evidence, cross_validated=check)
+    n, gain, se = evidence.n_best, evidence.gain_best, evidence.se_best
+    capped = ""
+    if n > max(check.cuts_paper):
+        grid = np.asarray(grid)
+        scores = np.where(grid <= max(check.cuts_paper), np.asarray(val_scores, float), -np.inf)
+        at = int(np.argmax(scores))  # the first maximum: the smallest cut on ties
+        if grid[at] <= evidence.n_chosen:
+            return dataclasses.replace(evidence, cross_validated=check)
+        n, gain = int(grid[at]), float(scores[at] - scores[0])
+        se = float(np.std(boot[:, at] - boot[:, 0], ddof=1)) if boot is not None and \
+            len(boot) >= 2 else float("nan")
+        capped = (f", at most the largest fold's cut ({max(check.cuts_paper)}; the whole "
+                  f"curve's best, {_signed(evidence.gain_best)} at n={evidence.n_best}, lies "
+                  "beyond every fold's)")
     return dataclasses.replace(
-        evidence, n_chosen=evidence.n_best, gain_chosen=evidence.gain_best,
-        se_chosen=evidence.se_best, cross_validated=check,
-        reason=(f"the best validation score (the paper's rule: {_signed(evidence.gain_best)} "
-                f"at n={evidence.n_best}), as this model gains more from it: "
+        evidence, n_chosen=n, gain_chosen=gain, se_chosen=se, cross_validated=check,
+        reason=(f"the best validation score (the paper's rule: {_signed(gain)} at n={n}"
+                f"{capped}), as this model gains more from it: "
                 f"{check.describe()}; the one-SE rule alone: {evidence.reason}"))
 
 
