@@ -186,7 +186,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      "gain beats two bootstrap SEs, and only rows credibly below tau (nothing "
                      "when the evidence is not there), or the paper's larger cut where "
                      "cross-validation over the validation rows prefers it (values that "
-                     "never saw them, or the proxy's, each fold valued without it); paper: the "
+                     "never saw them, or the proxy's, each fold valued without it; no larger "
+                     "than the largest cut a fold chose); paper: the "
                      "best validation score (the paper's rule; "
                      "chases validation noise)."),
         click.option("--id-column", help="Column that names the rows (not a feature); "

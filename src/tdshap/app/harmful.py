@@ -384,7 +384,8 @@ def find_harmful(
         is credibly below tau, unless (for values that never saw the
         validation rows, or the proxy's, each fold valued without it)
         cross-validation over the validation rows says the model gains more
-        from the paper's larger cut;
+        from the paper's larger cut (then its best validation score among cuts
+        no larger than the largest one a fold chose);
         ``"paper"`` the best validation score (the paper's protocol, which on
         clean data removes many rows).
     neighbor_search:
