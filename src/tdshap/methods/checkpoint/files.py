@@ -288,9 +288,8 @@ class CheckpointSchedule:
             self.stopped = True
             warnings.warn(f"checkpoint {str(self.path)!r} is now a {problem[0]} that is not a "
                           "tdshap checkpoint: it appeared during the run and is left as it "
-                          "is; this run saves no "
-                          "more checkpoints (its result is unaffected, but it cannot be "
-                          "resumed).", RuntimeWarning, stacklevel=2)
+                          "is; this run saves no more checkpoints (its result is unaffected, "
+                          "but it cannot be resumed).", RuntimeWarning, stacklevel=2)
             return
         write_checkpoint(self.path, {**meta, **self.fixed, "saved_at": time.time()}, arrays)
         self._last = time.monotonic()
