@@ -453,3 +453,30 @@ def test_the_lead_may_need_fewer_standard_errors_than_the_gain():
     # the gain is still tested, and a lead must be a lead
     assert not dataclasses.replace(any_lead, se_paper=0.02).prefers_paper
     assert not dataclasses.replace(any_lead, gain_one_se=0.03).prefers_paper
+
+
+def test_a_regressors_squared_error_cut_is_no_larger_than_the_largest_folds_cut(monkeypatch):
+    import tdshap.cut as cut
+
+    rng = np.random.default_rng(0)
+    y_val = rng.normal(size=60)
+    errors = rng.normal(size=60)
+    # every larger cut predicts better on both scores: the whole curve's best is at 40
+    predictions = np.stack([y_val + f * errors for f in (1.0, 0.9, 0.8, 0.7, 0.6)])
+    val_scores = -np.abs(predictions - y_val).mean(axis=1)
+    idx = bootstrap_indices(y_val, 100, rng, stratify=False)
+    boot = np.stack([-np.abs(predictions[:, i] - y_val[i]).mean(axis=1) for i in idx])
+    evidence = CutEvidence("one_se", 10, float(val_scores[1] - val_scores[0]), 0.01, 40,
+                           float(val_scores[4] - val_scores[0]), 0.01, 2.0, 100, None,
+                           "removing 10 rows gains a little")
+    folds = CrossValidatedRules((10,) * 5, (20, 10, 20, 20, 10), 0.0, 0.04, 0.01, 0.01, 2.0)
+    monkeypatch.setattr(cut, "cross_validated_rules", lambda *a, **k: folds)
+    taken = cut.suited_regressor(evidence, CURVE, val_scores, boot, predictions, y_val, idx,
+                                 rng)
+    assert taken.n_chosen == 20 and taken.cross_validated == folds
+    assert taken.gain_chosen == pytest.approx(val_scores[2] - val_scores[0])
+    assert "at most the largest fold's cut (20" in taken.reason and "at n=40" in taken.reason
+    wide = dataclasses.replace(folds, cuts_paper=(40,) * 5)  # the folds chose the best cut
+    monkeypatch.setattr(cut, "cross_validated_rules", lambda *a, **k: wide)
+    assert cut.suited_regressor(evidence, CURVE, val_scores, boot, predictions, y_val, idx,
+                                rng).n_chosen == 40

@@ -470,12 +470,8 @@ def suited(evidence: CutEvidence, check: CrossValidatedRules | None, grid: np.nd
         at = int(np.argmax(scores))  # the first maximum: the smallest cut on ties
         if grid[at] <= evidence.n_chosen:
             return dataclasses.replace(evidence, cross_validated=check)
-        n, gain = int(grid[at]), float(scores[at] - scores[0])
-        se = float(np.std(boot[:, at] - boot[:, 0], ddof=1)) if boot is not None and \
-            len(boot) >= 2 else float("nan")
-        capped = (f", at most the largest fold's cut ({max(check.cuts_paper)}; the whole "
-                  f"curve's best, {_signed(evidence.gain_best)} at n={evidence.n_best}, lies "
-                  "beyond every fold's)")
+        n, gain, se = int(grid[at]), float(scores[at] - scores[0]), _se_at(boot, at)
+        capped = _capped(check, evidence.gain_best, evidence.n_best)
     return dataclasses.replace(
         evidence, n_chosen=n, gain_chosen=gain, se_chosen=se, cross_validated=check,
         reason=(f"the best validation score (the paper's rule: {_signed(gain)} at n={n}"
@@ -499,7 +495,8 @@ def suited_regressor(evidence: CutEvidence, grid: np.ndarray, val_scores: np.nda
     """
     grid = np.asarray(grid)
     squared = resolve_metric("neg_mse")
-    at = int(np.argmax(row_scorer(squared)(y_val, np.array(predictions, copy=True))))
+    by_squares = row_scorer(squared)(y_val, np.array(predictions, copy=True))
+    at = int(np.argmax(by_squares))
     chosen = int(np.flatnonzero(grid == evidence.n_chosen)[0])
     if evidence.rule != "one_se" or grid[at] <= evidence.n_chosen or \
             val_scores[at] < val_scores[chosen]:
@@ -509,15 +506,34 @@ def suited_regressor(evidence: CutEvidence, grid: np.ndarray, val_scores: np.nda
                                   level=CV_N_SE_REGRESSOR, score_name="squared error")
     if check is None or not check.prefers_paper:
         return dataclasses.replace(evidence, cross_validated=check)
+    capped = ""
+    if grid[at] > max(check.cuts_paper):  # as for classifiers (suited): what the folds chose
+        best = at
+        at = int(np.argmax(np.where(grid <= max(check.cuts_paper), by_squares, -np.inf)))
+        if grid[at] <= evidence.n_chosen or val_scores[at] < val_scores[chosen]:
+            return dataclasses.replace(evidence, cross_validated=check)
+        capped = _capped(check, float(by_squares[best] - by_squares[0]), int(grid[best]),
+                         " in the squared error")
     gain = float(val_scores[at] - val_scores[0])
-    se = float(np.std(boot[:, at] - boot[:, 0], ddof=1)) if boot is not None and \
-        len(boot) >= 2 else float("nan")
     return dataclasses.replace(
-        evidence, n_chosen=int(grid[at]), gain_chosen=gain, se_chosen=se,
+        evidence, n_chosen=int(grid[at]), gain_chosen=gain, se_chosen=_se_at(boot, at),
         cross_validated=check,
         reason=(f"the best validation squared error ({_signed(gain)} in the metric at "
-                f"n={int(grid[at])}), as this regressor gains more from it: "
+                f"n={int(grid[at])}{capped}), as this regressor gains more from it: "
                 f"{check.describe()}; the one-SE rule alone: {evidence.reason}"))
+
+
+def _se_at(boot: np.ndarray | None, at: int) -> float:
+    """The bootstrap SE of the gain of the grid's cut ``at`` (NaN without a bootstrap)."""
+    if boot is None or len(boot) < 2:
+        return float("nan")
+    return float(np.std(boot[:, at] - boot[:, 0], ddof=1))
+
+
+def _capped(check: CrossValidatedRules, gain_best: float, n_best: int, on: str = "") -> str:
+    """What the reason says when the whole curve's best lay beyond every fold's cut."""
+    return (f", at most the largest fold's cut ({max(check.cuts_paper)}; the whole curve's "
+            f"best, {_signed(gain_best)}{on} at n={n_best}, lies beyond every fold's)")
 
 
 def _choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | None,
