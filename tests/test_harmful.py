@@ -325,7 +325,7 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
 
     # the suggestion was always "e.g. 5", itself not below N for N <= 5
     with pytest.raises(ValueError, match=r"the N=4 training rows valued: every fit would fail. "
-                       r"Choose n_neighbors well below N \(e.g. 2\)"):
+                       r"Choose n_neighbors well below N \(e.g. 2\) for the model"):
         tdshap.find_harmful(_X[:4], _Y[:4], KNeighborsClassifier(n_neighbors=5),
                             X_val=_X[8:], y_val=_Y[8:], cleanse=False)
     with pytest.raises(ValueError, match=r"the N=1 training row valued: .* A k-NN needs at "

@@ -93,8 +93,8 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
     for value in _neighbours(estimator):
         if value > n:
             # the suggestion must itself fit: 5 is not below N when N <= 5
-            fix = (f"Choose n_neighbors well below N (e.g. {max(1, min(5, n // 2))}) in "
-                   "`params`." if n >= 2 else
+            fix = (f"Choose n_neighbors well below N (e.g. {max(1, min(5, n // 2))}) for "
+                   "the model (`params`)." if n >= 2 else
                    "A k-NN needs at least 2 training rows, one judged by the others: use "
                    "more rows.")
             raise ParameterError(
@@ -105,7 +105,7 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
             raise ParameterError(
                 f"n_neighbors={value} is larger than the n_min={n_min} rows of the smallest "
                 f"prefix TDShap fits on: those fits would fail. Raise `n_min` to at least "
-                f"{value}, or lower n_neighbors in `params`.", "n_min", "params")
+                f"{value}, or lower the model's n_neighbors (`params`).", "n_min", "params")
 
 
 def _check_precomputed(estimator: Any) -> None:
