@@ -62,6 +62,27 @@ def test_an_edited_result_file_is_refused(tmp_path, edit, message):
         ValuationResult.load(p)
 
 
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"values": np.zeros((3, 2))}, ValueError, "values must be a 1-D list"),
+    ({"counts": [2.7, 1, 1]}, TypeError, "counts must be whole numbers"),
+    ({"counts": [-1, 1, 1]}, ValueError, "must not be negative"),
+    ({"harmful": [True]}, ValueError, "harmful has 1 entries for 3 values"),
+    ({"harmful": ["no"] * 3}, TypeError, "harmful must be true/false"),
+    ({"order": [5, 7, 9]}, ValueError, "order must hold each row position"),
+    ({"index": ["a"]}, ValueError, "index must hold one row label per value"),
+    ({"confidence": 1.0}, ValueError, r"confidence=1.0 must be a number in \(0, 1\)"),
+    ({"algorithm": 3}, TypeError, "algorithm=3 must be a name"),
+], ids=["2d-values", "fractional-counts", "negative-counts", "short-flags", "text-flags",
+        "not-an-order", "short-index", "confidence-one", "number-name"])
+def test_a_result_built_by_hand_holds_what_load_checks(tmp_path, kwargs, error, message):
+    # each of these was built (and most saved) without a word, then failed to load, or
+    # ended in numpy's broadcast error in to_dataframe
+    fields = {"algorithm": "x", "values": [1.0, 2.0, 3.0], "counts": [1, 1, 1],
+              "variances": [0.0, 0.0, 0.0], **kwargs}
+    with pytest.raises(error, match=message):
+        ValuationResult(**fields)
+
+
 def test_a_result_file_nested_too_deep_is_refused(tmp_path):
     p = tmp_path / "r.json"
     p.write_text("[" * 100_000 + "]" * 100_000)

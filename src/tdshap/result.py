@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import numbers
 import os
 import zipfile
 from dataclasses import dataclass, field
@@ -48,6 +49,34 @@ def _cell_fits(cell: Any, dtype: Any) -> bool:
     if isinstance(cell, bool) or not isinstance(cell, int | float):
         return False
     return dtype is float or isinstance(cell, int) or cell.is_integer()
+
+
+def _column(name: str, data: Any, dtype: Any, n: int | None = None) -> np.ndarray:
+    """``data`` as a 1-D array of ``dtype`` with ``n`` entries, or an error naming ``name``.
+
+    numpy alone cut 2.7 pulls to 2, read the text 'no' as a true flag, and left a 2-D table
+    or a scalar to fail later in a broadcast or ``len()``.
+    """
+    try:
+        raw = np.asarray(data)
+    except (TypeError, ValueError):
+        raw = np.asarray(data, dtype=object)
+    kind = _CELL_KINDS.get(dtype, np.dtype(dtype).name)
+    if raw.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D list of {kind}, not of shape {raw.shape}.")
+    if n is not None and len(raw) != n:
+        raise ValueError(f"{name} has {len(raw)} entries for {n} values: values, counts, "
+                         "variances, harmful and order must have the same length.")
+    if dtype is bool:
+        ok = raw.dtype == bool
+    elif raw.dtype == bool or raw.dtype.kind not in "iuf":
+        ok = raw.size == 0 and raw.dtype.kind not in "SUO"
+    else:
+        ok = dtype is float or raw.dtype.kind in "iu" or bool(
+            np.isfinite(raw).all() and (raw == np.round(raw)).all())
+    if not ok:
+        raise TypeError(f"{name} must be {kind}, not {raw.dtype} values.")
+    return raw.astype(dtype)
 
 
 class ResultFileError(ValueError):
@@ -95,16 +124,29 @@ class ValuationResult:
         if check_method(self.interval) == "bernstein":
             raise ValueError("interval='bernstein' needs the range of one marginal, which a "
                              "result does not hold: use 'pooled' (the default) or 't'.")
-        self.values = np.asarray(self.values, dtype=float)
-        self.counts = np.asarray(self.counts, dtype=np.int64)
-        self.variances = np.asarray(self.variances, dtype=float)
+        # the invariants load() checks: a result built by hand that broke one saved fine and
+        # then failed to load, or ended in numpy's broadcast errors in to_dataframe
+        if not isinstance(self.algorithm, str):
+            raise TypeError(f"algorithm={self.algorithm!r} must be a name (a str).")
+        self.values = _column("values", self.values, float)
         n = len(self.values)
-        if len(self.counts) != n or len(self.variances) != n:
-            raise ValueError("values, counts and variances must have the same length")
+        self.counts = _column("counts", self.counts, np.int64, n)
+        self.variances = _column("variances", self.variances, float, n)
+        if (self.counts < 0).any() or (self.variances < 0).any():
+            raise ValueError("counts and variances must not be negative (they are pull "
+                             "counts and variances of the pulls).")
         if self.harmful is not None:
-            self.harmful = np.asarray(self.harmful, dtype=bool)
+            self.harmful = _column("harmful", self.harmful, bool, n)
         if self.order is not None:
-            self.order = np.asarray(self.order, dtype=np.int64)
+            self.order = _column("order", self.order, np.int64, n)
+            if not np.array_equal(np.sort(self.order), np.arange(n)):
+                raise ValueError("order must hold each row position 0..n-1 once.")
+        if self.index is not None and (np.ndim(self.index) != 1 or len(self.index) != n):
+            raise ValueError(f"index must hold one row label per value ({n}).")
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, numbers.Real) \
+                or not 0 < self.confidence < 1:
+            raise ValueError(f"confidence={self.confidence!r} must be a number in (0, 1), "
+                             "e.g. 0.95.")
 
     def __len__(self) -> int:
         return len(self.values)
