@@ -108,6 +108,20 @@ def test_report_needs_a_run() -> None:
         tdshap.HarmfulRows({"value": [0.0]}).report()
 
 
+@pytest.mark.parametrize("n_worst", [-1, 2.5, float("nan"), "3", True],
+                         ids=["negative", "fraction", "nan", "text", "bool"])
+def test_report_refuses_a_count_of_rows_that_is_not_one(n_worst, capsys) -> None:
+    # -1 printed "worst -1 rows:" and every row but the last; 2.5 ended in Python's
+    # "slice indices must be integers"
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    rows = tdshap.find_harmful(X, y, cleanse=False)
+    with pytest.raises(ValueError, match=r"n_worst=.* must be a whole number >= 0"):
+        rows.report(n_worst=n_worst)
+    assert capsys.readouterr().out == ""
+    rows.report(n_worst=10**9)  # more than there are: all of them, and the header says so
+    assert f"worst {len(rows)} rows:" in capsys.readouterr().out
+
+
 # -- models -------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tdshap._validation import check_number
 from tdshap.app.run import HarmfulRun
 
 GUARANTEE_NOTE = (
@@ -232,11 +233,16 @@ def guarantee_rows(run: HarmfulRun) -> list[tuple[str, str, str, str, str]]:
 
 
 def worst_rows(run: HarmfulRun, n: int) -> pd.DataFrame:
+    """The ``n`` lowest-valued rows (all of them when there are fewer)."""
+    # a slice took -1 as "all but the last row" and 2.5 as Python's 'slice indices must be
+    # integers': the count is checked here, where every report takes it
+    check_number(n, "n_worst", low=0, integer=True,
+                 hint="It is how many of the lowest-valued rows to show, e.g. 10.")
     frame = run.frame()
     cols = [c for c in ("value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed")
             if c in frame]
     order = np.lexsort((np.arange(len(frame)), frame["value"].to_numpy()))
-    return frame.iloc[order[:n]][cols]
+    return frame.iloc[order[:int(n)]][cols]
 
 
 def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
@@ -278,8 +284,9 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         for label, w, need, met, fail in guarantee_rows(run):
             lines.append(f"  width from {label}: w={w}, pulls needed {need}, met: {met}"
                          + (f", P(fail) <= {fail}" if met == "yes" else ""))
-    lines.append(f"worst {n_worst} rows:")
-    lines.append(worst_rows(run, n_worst).to_string(float_format=lambda v: f"{v:.4g}"))
+    worst = worst_rows(run, n_worst)
+    lines.append(f"worst {len(worst)} rows:")
+    lines.append(worst.to_string(float_format=lambda v: f"{v:.4g}"))
     return "\n".join(lines)
 
 
