@@ -137,7 +137,12 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
      "and 1"),
     (np.arange(60.0), {"y_test": "test"}, "give X_test with y_test"),
     (np.arange(60.0), {"X": "sparse"}, r"X is a sparse matrix: pass X.toarray\(\)"),
-], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X"])
+    # every value NaN ranked the rows by the tie-breaking shuffle alone: random rows went
+    (np.full(60, np.nan), {"rule": "paper"}, "every one of the values is NaN"),
+    # complex values were cut to their real parts with only numpy's ComplexWarning
+    (np.arange(60.0) * 1j, {}, "values must be real numbers"),
+], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X",
+        "all-nan-values", "complex-values"])
 def test_cleanse_refuses_bad_arguments_in_one_clear_error(breast_cancer_small, values, kwargs,
                                                           message):
     import scipy.sparse as sp

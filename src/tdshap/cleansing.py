@@ -139,16 +139,34 @@ def removal_grid(n: int, step: int | None, max_fraction: float) -> np.ndarray:
     return np.arange(0, top + 1, int(step))
 
 
+def _check_some_value(values: np.ndarray) -> None:
+    """Refuse values of which none is a number (NaN: a row the method could not value).
+
+    A NaN row sorts last and is never removed; with every row NaN the order was the
+    tie-breaking shuffle alone, so the protocol removed random rows as if they were harmful.
+    """
+    if len(values) and np.isnan(values).all():
+        raise ValueError("every one of the values is NaN (no row was valued): value the rows "
+                         "again (Data-OOB: more bags) before cleansing.")
+
+
 def _ranking(values: Any, random_state: Any) -> tuple[np.ndarray, str]:
     if isinstance(values, ValuationResult):
+        _check_some_value(values.values)
         return values.ranking(random_state), values.algorithm
+    raw = np.asarray(values) if not isinstance(values, dict) else None
+    # complex values were cast to their real parts with only numpy's ComplexWarning
+    if raw is None or raw.dtype.kind == "c":
+        raise ValueError("values must be real numbers (one per training row) or a "
+                         "ValuationResult.")
     try:
-        arr = np.asarray(values, dtype=float)
+        arr = raw.astype(float)
     except (TypeError, ValueError):
         raise ValueError("values must be numbers (one per training row) or a "
                          "ValuationResult.") from None
     if arr.ndim != 1:
         raise ValueError("values must be 1-D (one value per training row) or a ValuationResult.")
+    _check_some_value(arr)
     rng = np.random.default_rng(random_state)
     return np.lexsort((rng.random(len(arr)), arr)), "values"
 
