@@ -83,6 +83,19 @@ def test_a_result_built_by_hand_holds_what_load_checks(tmp_path, kwargs, error, 
         ValuationResult(**fields)
 
 
+def test_infinite_numbers_are_kept_or_refused_never_read_back_as_nan(tmp_path):
+    # JSON writes inf as null: a -inf value (a harmful row) was saved and read back as NaN,
+    # no longer harmful; a threshold of -inf (metadata, JSON in .npz too) came back as none
+    result = ValuationResult("x", [-np.inf, 1.0], [1, 1], [0.0, 0.0], threshold=-0.5)
+    with pytest.raises(ValueError, match=r"values hold infinite numbers.*save to a \.npz"):
+        result.save(tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
+    back = ValuationResult.load(result.save(tmp_path / "r.npz"))
+    assert back.values[0] == -np.inf and back.is_harmful.tolist() == [True, False]
+    with pytest.raises(ValueError, match="threshold=-inf must be a finite number or None"):
+        ValuationResult("x", [0.0, 1.0], [1, 1], [0.0, 0.0], threshold=-np.inf)
+
+
 def test_a_result_file_nested_too_deep_is_refused(tmp_path):
     p = tmp_path / "r.json"
     p.write_text("[" * 100_000 + "]" * 100_000)

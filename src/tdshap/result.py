@@ -143,6 +143,12 @@ class ValuationResult:
                 raise ValueError("order must hold each row position 0..n-1 once.")
         if self.index is not None and (np.ndim(self.index) != 1 or len(self.index) != n):
             raise ValueError(f"index must hold one row label per value ({n}).")
+        # the metadata is JSON in both formats: a NaN or infinite threshold came back as
+        # none (so 0), flipping the harmful flags of every row between the two
+        if self.threshold is not None and (
+                isinstance(self.threshold, bool) or not isinstance(self.threshold, numbers.Real)
+                or not np.isfinite(self.threshold)):
+            raise ValueError(f"threshold={self.threshold!r} must be a finite number or None.")
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, numbers.Real) \
                 or not 0 < self.confidence < 1:
             raise ValueError(f"confidence={self.confidence!r} must be a number in (0, 1), "
@@ -260,6 +266,15 @@ class ValuationResult:
         """Write to ``path``: ``.json`` or ``.npz`` by suffix, atomically."""
         path = Path(path)
         if path.suffix == ".json":
+            # strict JSON writes NaN and inf as null, read back as NaN: a value of -inf (a
+            # harmful row) came back as NaN (not harmful), a threshold of -inf as none (0)
+            infinite = [name for name, arr in (("values", self.values),
+                                               ("variances", self.variances))
+                        if np.isinf(arr).any()]
+            if infinite:
+                raise ValueError(f"cannot save to {path}: {' and '.join(infinite)} hold "
+                                 "infinite numbers, which JSON reads back as NaN; save to a "
+                                 ".npz file, which keeps them.")
             atomic_write_bytes(path, json.dumps(self.to_dict(), indent=1).encode())
         elif path.suffix == ".npz":
             arrays = {
