@@ -103,6 +103,14 @@ def test_find_harmful_refuses_mismatched_validation_columns() -> None:
         tdshap.find_harmful(X, np.arange(40) % 2, X_val=X[["a"]], y_val=np.arange(40) % 2)
 
 
+@pytest.mark.parametrize("cut", ["one-se", "Paper", None])
+def test_find_harmful_names_its_own_cut_parameter(cut) -> None:
+    # the error named `rule`, a parameter find_harmful does not have
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=rf"^cut={cut!r} is not a cut rule: use 'one_se'"):
+        tdshap.find_harmful(X, np.arange(40) % 2, cut=cut)
+
+
 def test_report_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no run attached"):
         tdshap.HarmfulRows({"value": [0.0]}).report()

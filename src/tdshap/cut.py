@@ -141,10 +141,10 @@ CV_N_SE_REGRESSOR = 2.0
 CV_N_BOOTSTRAP = 200
 
 
-def check_rule(rule: str) -> str:
-    """``rule`` itself, or one clear error naming the choices."""
+def check_rule(rule: str, name: str = "rule") -> str:
+    """``rule`` itself, or one clear error naming the choices and the parameter ``name``."""
     if rule not in RULES:
-        raise ValueError(f"rule={rule!r} is not a cut rule: use 'one_se' (remove rows only when "
+        raise ValueError(f"{name}={rule!r} is not a cut rule: use 'one_se' (remove rows only when "
                          "the validation gain beats its noise) or 'paper' (the best validation "
                          "score, the paper's protocol).")
     return rule

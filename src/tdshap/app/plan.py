@@ -532,7 +532,7 @@ def plan(
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)
-    check_rule(cut)
+    check_rule(cut, "cut")  # find_harmful's name for it (its error said rule='one-se')
     try:
         check_search(neighbor_search)
     except ValueError as err:
