@@ -123,6 +123,20 @@ def test_dataframe_has_intervals_around_values():
     assert frame.credibly_harmful.tolist() == [False, False, False, False]
 
 
+def test_dataframe_reads_removed_as_positions_or_a_mask_and_refuses_the_rest():
+    result = _result()  # 4 rows
+    # a mask was read as positions: [True, False, True, False] flagged rows 1 and 0
+    mask = result.to_dataframe(removed=[True, False, True, False])["removed"]
+    assert mask.tolist() == [True, False, True, False]
+    assert result.to_dataframe(removed=[3])["removed"].tolist() == [False] * 3 + [True]
+    # -1 flagged the last row and 1.5 row 1 in silence; 9 was numpy's IndexError
+    for removed in ([-1], [1.5], [9], ["a"]):
+        with pytest.raises(ValueError, match="removed must be row positions from 0 to 3"):
+            result.to_dataframe(removed=removed)
+    with pytest.raises(ValueError, match="index must hold one row label per value"):
+        result.to_dataframe(index=["x"])
+
+
 def test_removal_grid():
     assert removal_grid(150, None, 0.5).tolist() == list(range(0, 76, 2))
     assert removal_grid(10, 3, 0.9).tolist() == [0, 3, 6, 9]

@@ -79,6 +79,25 @@ def _column(name: str, data: Any, dtype: Any, n: int | None = None) -> np.ndarra
     return raw.astype(dtype)
 
 
+def _removed_flags(removed: Any, n: int) -> np.ndarray:
+    """One flag per row from ``removed``: row positions in ``[0, n)``, or ``n`` true/false flags.
+
+    As positions cast to int, a mask [True, False, True] flagged rows 1, 0, 1 (not 0 and 2),
+    -1 the last row and 1.5 row 1, with no word; 5 of 3 rows was numpy's IndexError.
+    """
+    raw = np.asarray(removed)
+    if raw.dtype == bool and raw.shape == (n,):
+        return raw.copy()
+    whole = raw.dtype.kind in "iu" or (raw.dtype.kind == "f" and bool(
+        np.isfinite(raw).all() and (raw == np.round(raw)).all()))
+    if raw.ndim != 1 or not whole or (raw.size and (raw.min() < 0 or raw.max() >= n)):
+        raise ValueError(f"removed must be row positions from 0 to {n - 1} or {n} true/false "
+                         "flags (a cleansing's removed rows).")
+    flags = np.zeros(n, dtype=bool)
+    flags[raw.astype(np.intp)] = True
+    return flags
+
+
 class ResultFileError(ValueError):
     """A file that is not a readable :class:`ValuationResult` (damaged, edited or other)."""
 
@@ -215,6 +234,8 @@ class ValuationResult:
         """
         if index is None:
             index = self.index if self.index is not None else pd.RangeIndex(len(self))
+        elif np.ndim(index) != 1 or len(index) != len(self):
+            raise ValueError(f"index must hold one row label per value ({len(self)}).")
         out = pd.DataFrame(
             {
                 "value": self.values,
@@ -228,9 +249,7 @@ class ValuationResult:
             index=pd.Index(index) if not isinstance(index, pd.Index) else index,
         )
         if removed is not None:
-            flags = np.zeros(len(self), dtype=bool)
-            flags[np.asarray(removed, dtype=np.intp)] = True
-            out["removed"] = flags
+            out["removed"] = _removed_flags(removed, len(self))
         return out
 
     # -- persistence -----------------------------------------------------
