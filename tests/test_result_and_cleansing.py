@@ -137,6 +137,18 @@ def test_dataframe_reads_removed_as_positions_or_a_mask_and_refuses_the_rest():
         result.to_dataframe(index=["x"])
 
 
+def test_curve_shows_dollar_signs_in_names_as_text(breast_cancer_small, tmp_path):
+    # a result's algorithm (a loaded file's) or a title with '$' was parsed as matplotlib's
+    # TeX: 'a$\\foo{$' ended savefig in "ParseFatalException: Unknown symbol"
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    n = len(y)
+    result = ValuationResult("a$\\foo{$", np.arange(n, dtype=float), np.ones(n, int),
+                             np.zeros(n))
+    c = cleanse(result, DecisionTreeClassifier(max_depth=2, random_state=0), X, y, Xv, yv)
+    assert c.plot(tmp_path / "c.png", title="cost $5 and \\bad{$").stat().st_size > 0
+
+
 def test_removal_grid():
     assert removal_grid(150, None, 0.5).tolist() == list(range(0, 76, 2))
     assert removal_grid(10, 3, 0.9).tolist() == [0, 3, 6, 9]

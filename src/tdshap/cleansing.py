@@ -622,6 +622,15 @@ def _display(metric: str, scores: np.ndarray) -> tuple[np.ndarray, str]:
     return scores, metric
 
 
+def plain_text(text: str) -> str:
+    """``text`` as matplotlib shows it literally: a ``$`` does not start its TeX math.
+
+    Names in a plot come from the user (a file name, a result's algorithm, a title): one
+    like 'a$\\foo{$' ended savefig in matplotlib's 'ParseFatalException: Unknown symbol'.
+    """
+    return str(text).replace("$", r"\$")
+
+
 def plot_curves(
     results: list[CleansingResult], path: str | os.PathLike[str], title: str | None = None
 ) -> Path:
@@ -641,13 +650,13 @@ def plot_curves(
             if scores is None:
                 continue
             shown, ylabel = _display(r.metric, scores)
-            (line,) = ax.plot(r.grid, shown, label=r.method)
+            (line,) = ax.plot(r.grid, shown, label=plain_text(r.method))
             ax.axvline(r.n_remove, color=line.get_color(), linestyle=":", linewidth=1)
             if r.n_best != r.n_remove:  # the paper's best-validation cut, when not chosen
                 ax.axvline(r.n_best, color=line.get_color(), linestyle="--", linewidth=0.8,
                            alpha=0.6)
         ax.set_xlabel("instances removed")
-        ax.set_ylabel(f"{ylabel} ({label})")
+        ax.set_ylabel(plain_text(f"{ylabel} ({label})"))
         ax.set_title(f"{label} set")
         ax.grid(alpha=0.3)
     if any(r.n_best != r.n_remove for r in results):  # say which line is which cut
@@ -655,7 +664,7 @@ def plot_curves(
         axes[0][0].plot([], [], color="gray", linestyle="--", label="best validation cut")
     axes[0][0].legend()
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plain_text(title))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from tdshap._validation import check_number
 from tdshap.app.run import HarmfulRun
+from tdshap.cleansing import plain_text
 
 GUARANTEE_NOTE = (
     "Theorem 2: with at least the pulls needed, the harmful set is right for every row "
@@ -428,8 +429,8 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     pad = 0.1 * (hi - lo) if hi > lo else 1e-9
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("training rows, sorted by value (y axis: 1st-99th percentile)")
-    ax.set_ylabel(f"value ({run.metric} units)")
-    ax.set_title(headline(run), fontsize=9)
+    ax.set_ylabel(plain_text(f"value ({run.metric} units)"))
+    ax.set_title(plain_text(headline(run)), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
