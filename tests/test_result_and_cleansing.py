@@ -149,6 +149,25 @@ def test_curve_shows_dollar_signs_in_names_as_text(breast_cancer_small, tmp_path
     assert c.plot(tmp_path / "c.png", title="cost $5 and \\bad{$").stat().st_size > 0
 
 
+def test_cleanse_refuses_values_made_for_other_rows(breast_cancer_small, tmp_path):
+    # values of X shuffled (or of another table of as many rows) ranked rows they were
+    # never about: rows were removed by another row's value, silently
+    import pandas as pd
+
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    frame = pd.DataFrame(X, index=[f"r{i}" for i in range(len(y))])
+    n = len(y)
+    result = ValuationResult("x", np.arange(n, dtype=float), np.ones(n, int), np.zeros(n),
+                             index=frame.index.to_numpy())
+    model = DecisionTreeClassifier(max_depth=2, random_state=0)
+    cleanse(ValuationResult.load(result.save(tmp_path / "r.npz")), model, frame, y, Xv, yv)
+    perm = np.random.default_rng(0).permutation(n)
+    with pytest.raises(ValueError, match="values were made for other rows than X's: row 0 "
+                       f"is labelled 'r0' there and 'r{perm[0]}' in X"):
+        cleanse(result, model, frame.iloc[perm], y[perm], Xv, yv)
+
+
 def test_removal_grid():
     assert removal_grid(150, None, 0.5).tolist() == list(range(0, 76, 2))
     assert removal_grid(10, 3, 0.9).tolist() == [0, 3, 6, 9]

@@ -150,6 +150,26 @@ def _check_some_value(values: np.ndarray) -> None:
                          "again (Data-OOB: more bags) before cleansing.")
 
 
+def _check_same_rows(values: Any, X: Any) -> None:
+    """Refuse a result whose saved row labels are not ``X``'s (when both have labels).
+
+    The values of another table of as many rows, or of this one shuffled, ranked rows they
+    were never about: the protocol removed rows by another row's value, silently. Labels
+    are compared as text, as a ``.npz`` result stores them.
+    """
+    saved = getattr(values, "index", None)
+    labels = getattr(X, "index", None)
+    if saved is None or labels is None or len(saved) != len(labels):
+        return
+    theirs, ours = np.asarray(saved).astype(str), np.asarray(labels).astype(str)
+    if not np.array_equal(theirs, ours):
+        at = int(np.flatnonzero(theirs != ours)[0])
+        there, here = str(theirs[at]), str(ours[at])
+        raise ValueError(f"values were made for other rows than X's: row {at} is labelled "
+                         f"{there!r:.40} there and {here!r:.40} in X. Value this X, or pass "
+                         "X's rows in the order the values were made.")
+
+
 def _ranking(values: Any, random_state: Any) -> tuple[np.ndarray, str]:
     if isinstance(values, ValuationResult):
         _check_some_value(values.values)
@@ -276,6 +296,7 @@ def cleanse(
         raise ValueError(
             f"got {len(order)} values for {len(ya)} training rows: value the same training set."
         )
+    _check_same_rows(values, X)
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
     grid = base_grid = removal_grid(len(ya), step, max_fraction)
     eligible = eligible_rows(values, alpha) if rule == "one_se" else None
