@@ -168,6 +168,14 @@ def test_cleanse_refuses_values_made_for_other_rows(breast_cancer_small, tmp_pat
         cleanse(result, model, frame.iloc[perm], y[perm], Xv, yv)
 
 
+@pytest.mark.parametrize("seed", [-1, 1.5, "a"])
+def test_ranking_refuses_a_seed_by_name(seed):
+    # numpy's SeedSequence refused these from deep inside ('expected non-negative integer',
+    # a TypeError for text)
+    with pytest.raises(ValueError, match=r"random_state=.* must be None, a whole number"):
+        _result().ranking(seed)
+
+
 def test_removal_grid():
     assert removal_grid(150, None, 0.5).tolist() == list(range(0, 76, 2))
     assert removal_grid(10, 3, 0.9).tolist() == [0, 3, 6, 9]

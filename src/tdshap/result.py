@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
+from tdshap._validation import check_random_state
 from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
     DEFAULT_INTERVAL,
@@ -220,6 +221,8 @@ class ValuationResult:
 
     def ranking(self, random_state: int | np.random.Generator | None = 0) -> np.ndarray:
         """Row positions, most harmful first; ties broken by a seeded shuffle."""
+        # numpy's own refusal of random_state=-1 or 1.5 came from inside SeedSequence
+        check_random_state(random_state)
         if self.order is not None:
             return self.order.copy()
         rng = np.random.default_rng(random_state)
