@@ -111,6 +111,14 @@ def test_find_harmful_names_its_own_cut_parameter(cut) -> None:
         tdshap.find_harmful(X, np.arange(40) % 2, cut=cut)
 
 
+def test_find_harmful_says_a_time_budget_must_be_finite() -> None:
+    # inf was refused as "must be > 0 seconds", which it is
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=r"time_budget=inf must be a finite number of seconds "
+                       r"> 0, or None for no limit"):
+        tdshap.find_harmful(X, np.arange(40) % 2, time_budget=float("inf"))
+
+
 def test_report_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no run attached"):
         tdshap.HarmfulRows({"value": [0.0]}).report()
