@@ -207,8 +207,13 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
     (np.full(60, np.nan), {"rule": "paper"}, "every one of the values is NaN"),
     # complex values were cut to their real parts with only numpy's ComplexWarning
     (np.arange(60.0) * 1j, {}, "values must be real numbers"),
+    # a metric giving NaN made every score NaN and removed nothing, silently; one that
+    # raised ended in its own ZeroDivisionError
+    (np.arange(60.0), {"metric": lambda t, p: float("nan")}, "scores the validation rows nan"),
+    (np.arange(60.0), {"metric": lambda t, p: 1 / 0}, r"cannot score the validation rows "
+     r"\(ZeroDivisionError"),
 ], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X",
-        "all-nan-values", "complex-values"])
+        "all-nan-values", "complex-values", "nan-metric", "raising-metric"])
 def test_cleanse_refuses_bad_arguments_in_one_clear_error(breast_cancer_small, values, kwargs,
                                                           message):
     import scipy.sparse as sp

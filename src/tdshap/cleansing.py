@@ -66,6 +66,7 @@ from tdshap.utility.base import (
     describe_error,
     fallback_model,
     random_state_params,
+    scoring_problem,
 )
 from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import RemovalFits
@@ -298,6 +299,11 @@ def cleanse(
         )
     _check_same_rows(values, X)
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
+    # as find_harmful checks it: a metric giving NaN made every score NaN and removed
+    # nothing without a word; one that raised ended in its own error after the first fit
+    problem = scoring_problem(spec, ya, Xv, yv, is_classifier(estimator))
+    if problem:
+        raise ValueError(f"metric {spec.name!r} {problem}; choose another metric.")
     grid = base_grid = removal_grid(len(ya), step, max_fraction)
     eligible = eligible_rows(values, alpha) if rule == "one_se" else None
     n_eligible = None

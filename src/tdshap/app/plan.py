@@ -124,7 +124,7 @@ def _check_precomputed(estimator: Any) -> None:
 
 def _check_metric(metric: Any, data: PreparedData) -> None:
     """Refuse a metric of the other task, or one that cannot score the validation rows."""
-    from tdshap.utility.base import describe_error, fallback_model
+    from tdshap.utility.base import scoring_problem
     from tdshap.utility.metrics import metric_task, resolve_metric
 
     try:
@@ -141,17 +141,11 @@ def _check_metric(metric: Any, data: PreparedData) -> None:
         raise ParameterError(f"`metric` {spec.name!r} is for {task}, but the task is "
                              f"{data.task}: use e.g. {usual}, or leave `metric` out.",
                              "metric", "task")
-    classes = np.unique(data.y_train) if data.task == "classification" else None
-    try:  # the constant prediction every failed fit falls back to must be scorable too
-        score = spec.score(fallback_model(data.y_train, classes), data.X_val, data.y_val)
-    except Exception as err:
-        raise ParameterError(f"`metric` {spec.name!r} cannot score the validation rows of this "
-                             f"{data.task} task ({describe_error(err)}): choose another "
-                             "metric.", "metric") from None
-    if not np.isfinite(score):  # every mean, gain and cut built on it would be nan
-        raise ParameterError(f"`metric` {spec.name!r} scores the validation rows {score} (for "
-                             "the constant prediction a failed fit falls back to): it must "
-                             "give a finite number; choose another metric.", "metric")
+    problem = scoring_problem(spec, data.y_train, data.X_val, data.y_val,
+                              data.task == "classification")
+    if problem:
+        raise ParameterError(f"`metric` {spec.name!r} {problem}; choose another metric.",
+                             "metric")
 
 
 @dataclass
