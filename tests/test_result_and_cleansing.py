@@ -212,8 +212,14 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
     (np.arange(60.0), {"metric": lambda t, p: float("nan")}, "scores the validation rows nan"),
     (np.arange(60.0), {"metric": lambda t, p: 1 / 0}, r"cannot score the validation rows "
      r"\(ZeroDivisionError"),
+    # checked before any fit: nan was taken, inf was int()'s OverflowError, True a step of 1
+    (np.arange(60.0), {"rule": "one_se", "n_se": float("nan")}, "n_se=nan must be a number"),
+    (np.arange(60.0), {"step": float("inf")}, "step=inf must be a whole number >= 1"),
+    (np.arange(60.0), {"step": True}, "step=True must be a whole number >= 1"),
+    (np.arange(60.0), {"max_fraction": "0.5"}, "max_fraction='0.5' must be a number"),
 ], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X",
-        "all-nan-values", "complex-values", "nan-metric", "raising-metric"])
+        "all-nan-values", "complex-values", "nan-metric", "raising-metric",
+        "nan-n_se", "inf-step", "bool-step", "text-max_fraction"])
 def test_cleanse_refuses_bad_arguments_in_one_clear_error(breast_cancer_small, values, kwargs,
                                                           message):
     import scipy.sparse as sp

@@ -52,6 +52,7 @@ from tdshap.cut import (
     bootstrap_curves,
     bootstrap_indices,
     bootstrap_scores,
+    check_n_se,
     check_rule,
     choose_cut,
     cross_validated_rules,
@@ -130,12 +131,12 @@ SCORER_BOOTSTRAP_CAP = 100
 
 def removal_grid(n: int, step: int | None, max_fraction: float) -> np.ndarray:
     """``0, step, 2 step, ...`` up to ``max_fraction * n`` (never all rows)."""
+    check_number(max_fraction, "max_fraction", low=0, high=1)
     if not 0 < max_fraction < 1:
         raise ValueError(f"max_fraction={max_fraction!r} must be between 0 and 1 (exclusive).")
     if step is None:
         step = max(1, math.ceil(n / 100))
-    if int(step) != step or step < 1:
-        raise ValueError(f"step={step!r} must be a whole number >= 1.")
+    check_number(step, "step", low=1, integer=True)
     top = min(math.floor(max_fraction * n), n - 1)
     return np.arange(0, top + 1, int(step))
 
@@ -254,6 +255,11 @@ def cleanse(
     if on_error not in ("raise", "fallback"):
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
     check_rule(rule)
+    # checked before any fit: step nan/inf was int()'s ValueError/OverflowError, True a step
+    # of 1, max_fraction '0.5' a TypeError from '<', and n_se nan was taken (and refused
+    # negative only after every fit of the curve)
+    removal_grid(2, step, max_fraction)
+    check_n_se(n_se)
     if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
         n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
     # check_number, not int(): inf was int()'s OverflowError, nan its "cannot convert"
