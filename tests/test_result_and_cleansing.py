@@ -72,8 +72,13 @@ def test_an_edited_result_file_is_refused(tmp_path, edit, message):
     ({"index": ["a"]}, ValueError, "index must hold one row label per value"),
     ({"confidence": 1.0}, ValueError, r"confidence=1.0 must be a number in \(0, 1\)"),
     ({"algorithm": 3}, TypeError, "algorithm=3 must be a name"),
+    ({"config": [1]}, TypeError, "config must be a dict, not list"),
+    ({"seed": 1.5}, TypeError, r"seed=1.5 must be a whole number \(an int\) or None"),
+    ({"n_fits": -1}, ValueError, "n_fits=-1 must be a whole number >= 0"),
+    ({"wall_seconds": "x"}, ValueError, "wall_seconds='x' must be a number of seconds"),
 ], ids=["2d-values", "fractional-counts", "negative-counts", "short-flags", "text-flags",
-        "not-an-order", "short-index", "confidence-one", "number-name"])
+        "not-an-order", "short-index", "confidence-one", "number-name", "list-config",
+        "fractional-seed", "negative-fits", "text-seconds"])
 def test_a_result_built_by_hand_holds_what_load_checks(tmp_path, kwargs, error, message):
     # each of these was built (and most saved) without a word, then failed to load, or
     # ended in numpy's broadcast error in to_dataframe

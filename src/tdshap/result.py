@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
-from tdshap._validation import check_random_state
+from tdshap._validation import check_number, check_random_state
 from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
     DEFAULT_INTERVAL,
@@ -169,6 +169,22 @@ class ValuationResult:
                 isinstance(self.threshold, bool) or not isinstance(self.threshold, numbers.Real)
                 or not np.isfinite(self.threshold)):
             raise ValueError(f"threshold={self.threshold!r} must be a finite number or None.")
+        # the run's record, as load() reads it back (each of these saved, then failed to load)
+        for name in ("config", "extra"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name} must be a dict, not {type(getattr(self, name)).__name__}.")
+        if self.guarantee is not None and not isinstance(self.guarantee, dict):
+            raise TypeError(f"guarantee must be a dict or None, not "
+                            f"{type(self.guarantee).__name__}.")
+        if self.seed is not None and (isinstance(self.seed, bool)
+                                      or not isinstance(self.seed, int | np.integer)):
+            raise TypeError(f"seed={self.seed!r} must be a whole number (an int) or None.")
+        for name in ("n_fits", "n_evaluations"):
+            check_number(getattr(self, name), name, low=0, integer=True)
+        for name in ("wall_seconds", "fit_seconds"):  # NaN: not recorded (a file's null)
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
+                raise ValueError(f"{name}={v!r} must be a number of seconds >= 0.")
         if isinstance(self.confidence, bool) or not isinstance(self.confidence, numbers.Real) \
                 or not 0 < self.confidence < 1:
             raise ValueError(f"confidence={self.confidence!r} must be a number in (0, 1), "
