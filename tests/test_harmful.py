@@ -119,6 +119,16 @@ def test_find_harmful_says_a_time_budget_must_be_finite() -> None:
         tdshap.find_harmful(X, np.arange(40) % 2, time_budget=float("inf"))
 
 
+def test_find_harmful_names_a_model_class_given_for_a_model() -> None:
+    # the class itself (no parentheses) was "ABCMeta is not a scikit-learn estimator"
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=r"got the class KNeighborsClassifier: pass "
+                       r"KNeighborsClassifier\(\)"):
+        tdshap.find_harmful(X, np.arange(40) % 2, KNeighborsClassifier)
+
+
 def test_report_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no run attached"):
         tdshap.HarmfulRows({"value": [0.0]}).report()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import ParameterError, check_number
+from tdshap._validation import ParameterError, check_estimator, check_number
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
 from tdshap.app.valuer import make_valuer
@@ -51,6 +51,10 @@ class TooManyFailures(ParameterError):
 
 def check_estimator_task(estimator: Any, task: str, label: str) -> None:
     """Refuse an estimator that cannot serve ``task`` (a regressor or clusterer on labels)."""
+    try:  # the library's one estimator check: a class given for an instance is named so
+        check_estimator(estimator)
+    except ValueError as err:  # (find_harmful said "ABCMeta is not a scikit-learn estimator")
+        raise ParameterError(str(err), "model") from None
     try:
         classifier, regressor = is_classifier(estimator), is_regressor(estimator)
     except (AttributeError, TypeError):
