@@ -242,19 +242,6 @@ def check_random_state(random_state: Any, *, generator: bool = True,
     raise ValueError(f"random_state={random_state!r} must be {kinds}{hint}.")
 
 
-#: The largest magnitude of a threshold (``tau``) or precision (``eps``). A metric's values
-#: are far smaller; beyond it the APT index ``sqrt(n) * (|mu - tau| + eps)`` overflowed to
-#: inf for every arm (all tied: the bandit sampled at random), and the value plot's axis,
-#: which shows tau, ended the run in matplotlib's 'Axis limits cannot be NaN or Inf'.
-MAX_THRESHOLD = 1e100
-
-
-def check_threshold(value: Any, name: str, *, low: float | None = None, hint: str = "") -> None:
-    """``check_number`` for ``tau``/``eps``: a number from ``low`` (else -MAX) to MAX_THRESHOLD."""
-    check_number(value, name, low=-MAX_THRESHOLD if low is None else low, high=MAX_THRESHOLD,
-                 hint=hint)
-
-
 def check_number(value: Any, name: str, *, low: float | None = None,
                  high: float | None = None, integer: bool = False, hint: str = "") -> None:
     """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low`` and ``<= high``."""

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._validation import as_pair, check_random_state, check_threshold
+from tdshap._validation import as_pair, check_number, check_random_state
 from tdshap.intervals import DEFAULT_INTERVAL
 from tdshap.methods.base import BaseValuation, seed_of
 from tdshap.result import ValuationResult
@@ -83,7 +83,7 @@ class DirectValuation(BaseValuation):
 
     def _threshold(self, values: np.ndarray) -> float:
         """``tau`` as a number (subclasses resolve ``"auto"``)."""
-        check_threshold(self.tau, "tau", hint="It is in units of the values.")
+        check_number(self.tau, "tau", hint="It is in units of the values.")
         return float(self.tau)
 
     def _finish(

@@ -47,7 +47,7 @@ from typing import Any, Literal
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from tdshap._validation import check_bag_rows, check_number, check_threshold
+from tdshap._validation import check_bag_rows, check_number
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.thresholds import marginal_scale
 from tdshap.methods.base import BaseValuation
@@ -181,7 +181,7 @@ class ThresholdingOOB(BaseValuation):
         check_bag_rows(n, "ThresholdingOOB")
         for name in ("tau", "eps"):
             if getattr(self, name) != "auto":
-                check_threshold(getattr(self, name), name, low=0 if name == "eps" else None,
+                check_number(getattr(self, name), name, low=0 if name == "eps" else None,
                              hint="It is in units of the per-row score, or 'auto'.")
         if self.k == "auto":
             self.k_ = max(1, min(50, n // 10)) if n < 1000 else n // 20

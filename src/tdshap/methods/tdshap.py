@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tdshap._validation import check_number, check_threshold
+from tdshap._validation import check_number
 from tdshap.intervals import half_widths
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.guarantee import guarantee_report
@@ -197,12 +197,12 @@ class TDShap(CheckpointedValuation):
 
     def _check_params(self, n: int) -> None:
         if self.tau != "auto":
-            check_threshold(self.tau, "tau", hint="It is in units of the metric, e.g. tau=-0.01, "
+            check_number(self.tau, "tau", hint="It is in units of the metric, e.g. tau=-0.01, "
                          "or 'auto'.")
         if self.eps != "auto":
-            check_threshold(self.eps, "eps", low=0, hint="It is in units of the metric, e.g. "
+            check_number(self.eps, "eps", low=0, hint="It is in units of the metric, e.g. "
                          "eps=0.01, or 'auto'.")
-        check_threshold(self.eps_factor, "eps_factor", low=0)
+        check_number(self.eps_factor, "eps_factor", low=0)
         check_number(self.n_blocks, "n_blocks", low=1, integer=True,
                      hint="1 is the paper's algorithm; more keeps more workers busy.")
         self._check_checkpoint_params()
