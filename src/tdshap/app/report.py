@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -418,7 +419,10 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     lo, hi = np.percentile(r.values, [1, 99])
     # a tau far from every value (--tau 1e308) would squash the values instead: not drawn
     reach = 100 * max(hi - lo, eps, 1e-9)
-    if lo - reach <= tau <= hi + reach:
+    # an eps near the float range (--eps 1e308) made tau +- eps, or the span of the axis,
+    # inf: "Axis limits cannot be NaN or Inf" ended the finished run; such a band is off too
+    span = max(hi, tau + eps) - min(lo, tau - eps)
+    if lo - reach <= tau <= hi + reach and math.isfinite(1.2 * span):
         ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
         if given_eps is not None:
             ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2,
