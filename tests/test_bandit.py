@@ -81,3 +81,18 @@ def test_a_tiny_eps_needs_infinitely_many_pulls_not_a_zero_division():
         assert rep["from_metric_bound"]["met"] is False
     # a ratio that stays finite is computed, not inf
     assert pulls_needed(20, 1e-170, 1e-170) == pulls_needed(20, 1.0, 1.0)
+
+
+def test_an_index_beyond_the_float_range_keeps_unpulled_arms_first():
+    # sqrt(T) * (|mu - tau| + eps) overflowed with numpy's warning for eps=1e308; an arm never
+    # pulled (0 * inf) would have been NaN, sorted last instead of first
+    import warnings
+
+    state = APTState(4, -1e308, 1e308)
+    state.update(np.array([1, 2, 3]), np.array([0.5, 0.1, 0.2]))
+    state.update(np.array([2, 3]), np.array([0.3, 0.4]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index = state.index()
+    assert index[0] == 0 and np.isfinite(index[1]) and np.isinf(index[2:]).all()
+    assert state.select(1, np.random.default_rng(0)).tolist() == [0]

@@ -53,6 +53,18 @@ def test_resuming_a_finished_run_with_a_larger_budget_equals_one_long_run(
     assert [p.name for p in tmp_path.iterdir()] == ["run.tdshap"]  # no temporary left
 
 
+def test_resuming_with_a_smaller_budget_says_so_not_that_the_file_was_edited(
+        breast_cancer_small, tmp_path):
+    # max_iter=3 on a 5-round checkpoint was "damaged or was edited: field 'rounds' is 5"
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    _fit(d, max_iter=5, checkpoint=path)
+    with pytest.raises(ValueError, match=r"^checkpoint .*: it has done 5 rounds, more than "
+                       r"`max_iter` 3 allows: resume with `max_iter` 5 or more") as caught:
+        _fit(d, max_iter=3, resume=path)
+    assert "damaged" not in str(caught.value) and caught.value.params == ("max_iter",)
+
+
 def test_checkpoint_holds_the_bandit_and_no_pickle(breast_cancer_small, tmp_path):
     d = breast_cancer_small
     path = tmp_path / "run.tdshap"

@@ -162,6 +162,17 @@ def test_a_tau_far_from_every_value_plots_without_overflow(tmp_path: Path, train
     assert (tmp_path / "out" / "values.png").exists()
 
 
+def test_an_eps_near_the_float_range_plots_without_overflow(tmp_path: Path,
+                                                           train: Path) -> None:
+    # tau = -eps and tau - eps overflowed: the finished run ended in matplotlib's "Axis limits
+    # cannot be NaN or Inf", after numpy's overflow warnings from the APT index every round
+    res = tdshap("value", train, "--target", "y", "--eps", "1e308", "--out", "out", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    assert (tmp_path / "out" / "values.png").exists()
+
+
 def test_target_missing(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "label", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "target column 'label'", "a, b, colour, y")

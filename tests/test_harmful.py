@@ -103,9 +103,49 @@ def test_find_harmful_refuses_mismatched_validation_columns() -> None:
         tdshap.find_harmful(X, np.arange(40) % 2, X_val=X[["a"]], y_val=np.arange(40) % 2)
 
 
+@pytest.mark.parametrize("cut", ["one-se", "Paper", None])
+def test_find_harmful_names_its_own_cut_parameter(cut) -> None:
+    # the error named `rule`, a parameter find_harmful does not have
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=rf"^cut={cut!r} is not a cut rule: use 'one_se'"):
+        tdshap.find_harmful(X, np.arange(40) % 2, cut=cut)
+
+
+def test_find_harmful_says_a_time_budget_must_be_finite() -> None:
+    # inf was refused as "must be > 0 seconds", which it is
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=r"time_budget=inf must be a finite number of seconds "
+                       r"> 0, or None for no limit"):
+        tdshap.find_harmful(X, np.arange(40) % 2, time_budget=float("inf"))
+
+
+def test_find_harmful_names_a_model_class_given_for_a_model() -> None:
+    # the class itself (no parentheses) was "ABCMeta is not a scikit-learn estimator"
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    with pytest.raises(ValueError, match=r"got the class KNeighborsClassifier: pass "
+                       r"KNeighborsClassifier\(\)"):
+        tdshap.find_harmful(X, np.arange(40) % 2, KNeighborsClassifier)
+
+
 def test_report_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no run attached"):
         tdshap.HarmfulRows({"value": [0.0]}).report()
+
+
+@pytest.mark.parametrize("n_worst", [-1, 2.5, float("nan"), "3", True],
+                         ids=["negative", "fraction", "nan", "text", "bool"])
+def test_report_refuses_a_count_of_rows_that_is_not_one(n_worst, capsys) -> None:
+    # -1 printed "worst -1 rows:" and every row but the last; 2.5 ended in Python's
+    # "slice indices must be integers"
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    rows = tdshap.find_harmful(X, y, cleanse=False)
+    with pytest.raises(ValueError, match=r"n_worst=.* must be a whole number >= 0"):
+        rows.report(n_worst=n_worst)
+    assert capsys.readouterr().out == ""
+    rows.report(n_worst=10**9)  # more than there are: all of them, and the header says so
+    assert f"worst {len(rows)} rows:" in capsys.readouterr().out
 
 
 # -- models -------------------------------------------------------------------------

@@ -62,6 +62,45 @@ def test_an_edited_result_file_is_refused(tmp_path, edit, message):
         ValuationResult.load(p)
 
 
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"values": np.zeros((3, 2))}, ValueError, "values must be a 1-D list"),
+    ({"counts": [2.7, 1, 1]}, TypeError, "counts must be whole numbers"),
+    ({"counts": [-1, 1, 1]}, ValueError, "must not be negative"),
+    ({"harmful": [True]}, ValueError, "harmful has 1 entries for 3 values"),
+    ({"harmful": ["no"] * 3}, TypeError, "harmful must be true/false"),
+    ({"order": [5, 7, 9]}, ValueError, "order must hold each row position"),
+    ({"index": ["a"]}, ValueError, "index must hold one row label per value"),
+    ({"confidence": 1.0}, ValueError, r"confidence=1.0 must be a number in \(0, 1\)"),
+    ({"algorithm": 3}, TypeError, "algorithm=3 must be a name"),
+    ({"config": [1]}, TypeError, "config must be a dict, not list"),
+    ({"seed": 1.5}, TypeError, r"seed=1.5 must be a whole number \(an int\) or None"),
+    ({"n_fits": -1}, ValueError, "n_fits=-1 must be a whole number >= 0"),
+    ({"wall_seconds": "x"}, ValueError, "wall_seconds='x' must be a number of seconds"),
+], ids=["2d-values", "fractional-counts", "negative-counts", "short-flags", "text-flags",
+        "not-an-order", "short-index", "confidence-one", "number-name", "list-config",
+        "fractional-seed", "negative-fits", "text-seconds"])
+def test_a_result_built_by_hand_holds_what_load_checks(tmp_path, kwargs, error, message):
+    # each of these was built (and most saved) without a word, then failed to load, or
+    # ended in numpy's broadcast error in to_dataframe
+    fields = {"algorithm": "x", "values": [1.0, 2.0, 3.0], "counts": [1, 1, 1],
+              "variances": [0.0, 0.0, 0.0], **kwargs}
+    with pytest.raises(error, match=message):
+        ValuationResult(**fields)
+
+
+def test_infinite_numbers_are_kept_or_refused_never_read_back_as_nan(tmp_path):
+    # JSON writes inf as null: a -inf value (a harmful row) was saved and read back as NaN,
+    # no longer harmful; a threshold of -inf (metadata, JSON in .npz too) came back as none
+    result = ValuationResult("x", [-np.inf, 1.0], [1, 1], [0.0, 0.0], threshold=-0.5)
+    with pytest.raises(ValueError, match=r"values hold infinite numbers.*save to a \.npz"):
+        result.save(tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
+    back = ValuationResult.load(result.save(tmp_path / "r.npz"))
+    assert back.values[0] == -np.inf and back.is_harmful.tolist() == [True, False]
+    with pytest.raises(ValueError, match="threshold=-inf must be a finite number or None"):
+        ValuationResult("x", [0.0, 1.0], [1, 1], [0.0, 0.0], threshold=-np.inf)
+
+
 def test_a_result_file_nested_too_deep_is_refused(tmp_path):
     p = tmp_path / "r.json"
     p.write_text("[" * 100_000 + "]" * 100_000)
@@ -87,6 +126,59 @@ def test_dataframe_has_intervals_around_values():
     assert (frame.value[ok] < frame.ci_high[ok]).all()
     assert frame.ci_low[~ok].isna().all()
     assert frame.credibly_harmful.tolist() == [False, False, False, False]
+
+
+def test_dataframe_reads_removed_as_positions_or_a_mask_and_refuses_the_rest():
+    result = _result()  # 4 rows
+    # a mask was read as positions: [True, False, True, False] flagged rows 1 and 0
+    mask = result.to_dataframe(removed=[True, False, True, False])["removed"]
+    assert mask.tolist() == [True, False, True, False]
+    assert result.to_dataframe(removed=[3])["removed"].tolist() == [False] * 3 + [True]
+    # -1 flagged the last row and 1.5 row 1 in silence; 9 was numpy's IndexError
+    for removed in ([-1], [1.5], [9], ["a"]):
+        with pytest.raises(ValueError, match="removed must be row positions from 0 to 3"):
+            result.to_dataframe(removed=removed)
+    with pytest.raises(ValueError, match="index must hold one row label per value"):
+        result.to_dataframe(index=["x"])
+
+
+def test_curve_shows_dollar_signs_in_names_as_text(breast_cancer_small, tmp_path):
+    # a result's algorithm (a loaded file's) or a title with '$' was parsed as matplotlib's
+    # TeX: 'a$\\foo{$' ended savefig in "ParseFatalException: Unknown symbol"
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    n = len(y)
+    result = ValuationResult("a$\\foo{$", np.arange(n, dtype=float), np.ones(n, int),
+                             np.zeros(n))
+    c = cleanse(result, DecisionTreeClassifier(max_depth=2, random_state=0), X, y, Xv, yv)
+    assert c.plot(tmp_path / "c.png", title="cost $5 and \\bad{$").stat().st_size > 0
+
+
+def test_cleanse_refuses_values_made_for_other_rows(breast_cancer_small, tmp_path):
+    # values of X shuffled (or of another table of as many rows) ranked rows they were
+    # never about: rows were removed by another row's value, silently
+    import pandas as pd
+
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    frame = pd.DataFrame(X, index=[f"r{i}" for i in range(len(y))])
+    n = len(y)
+    result = ValuationResult("x", np.arange(n, dtype=float), np.ones(n, int), np.zeros(n),
+                             index=frame.index.to_numpy())
+    model = DecisionTreeClassifier(max_depth=2, random_state=0)
+    cleanse(ValuationResult.load(result.save(tmp_path / "r.npz")), model, frame, y, Xv, yv)
+    perm = np.random.default_rng(0).permutation(n)
+    with pytest.raises(ValueError, match="values were made for other rows than X's: row 0 "
+                       f"is labelled 'r0' there and 'r{perm[0]}' in X"):
+        cleanse(result, model, frame.iloc[perm], y[perm], Xv, yv)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "a"])
+def test_ranking_refuses_a_seed_by_name(seed):
+    # numpy's SeedSequence refused these from deep inside ('expected non-negative integer',
+    # a TypeError for text)
+    with pytest.raises(ValueError, match=r"random_state=.* must be None, a whole number"):
+        _result().ranking(seed)
 
 
 def test_removal_grid():
@@ -116,7 +208,23 @@ def test_cleansing_picks_the_best_validation_point_and_removes_lowest(breast_can
      "and 1"),
     (np.arange(60.0), {"y_test": "test"}, "give X_test with y_test"),
     (np.arange(60.0), {"X": "sparse"}, r"X is a sparse matrix: pass X.toarray\(\)"),
-], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X"])
+    # every value NaN ranked the rows by the tie-breaking shuffle alone: random rows went
+    (np.full(60, np.nan), {"rule": "paper"}, "every one of the values is NaN"),
+    # complex values were cut to their real parts with only numpy's ComplexWarning
+    (np.arange(60.0) * 1j, {}, "values must be real numbers"),
+    # a metric giving NaN made every score NaN and removed nothing, silently; one that
+    # raised ended in its own ZeroDivisionError
+    (np.arange(60.0), {"metric": lambda t, p: float("nan")}, "scores the validation rows nan"),
+    (np.arange(60.0), {"metric": lambda t, p: 1 / 0}, r"cannot score the validation rows "
+     r"\(ZeroDivisionError"),
+    # checked before any fit: nan was taken, inf was int()'s OverflowError, True a step of 1
+    (np.arange(60.0), {"rule": "one_se", "n_se": float("nan")}, "n_se=nan must be a number"),
+    (np.arange(60.0), {"step": float("inf")}, "step=inf must be a whole number >= 1"),
+    (np.arange(60.0), {"step": True}, "step=True must be a whole number >= 1"),
+    (np.arange(60.0), {"max_fraction": "0.5"}, "max_fraction='0.5' must be a number"),
+], ids=["text-values", "negative-seed", "alpha-above-one", "y_test-alone", "sparse-X",
+        "all-nan-values", "complex-values", "nan-metric", "raising-metric",
+        "nan-n_se", "inf-step", "bool-step", "text-max_fraction"])
 def test_cleanse_refuses_bad_arguments_in_one_clear_error(breast_cancer_small, values, kwargs,
                                                           message):
     import scipy.sparse as sp

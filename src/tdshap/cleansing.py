@@ -52,6 +52,7 @@ from tdshap.cut import (
     bootstrap_curves,
     bootstrap_indices,
     bootstrap_scores,
+    check_n_se,
     check_rule,
     choose_cut,
     cross_validated_rules,
@@ -66,6 +67,7 @@ from tdshap.utility.base import (
     describe_error,
     fallback_model,
     random_state_params,
+    scoring_problem,
 )
 from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import RemovalFits
@@ -129,26 +131,64 @@ SCORER_BOOTSTRAP_CAP = 100
 
 def removal_grid(n: int, step: int | None, max_fraction: float) -> np.ndarray:
     """``0, step, 2 step, ...`` up to ``max_fraction * n`` (never all rows)."""
+    check_number(max_fraction, "max_fraction", low=0, high=1)
     if not 0 < max_fraction < 1:
         raise ValueError(f"max_fraction={max_fraction!r} must be between 0 and 1 (exclusive).")
     if step is None:
         step = max(1, math.ceil(n / 100))
-    if int(step) != step or step < 1:
-        raise ValueError(f"step={step!r} must be a whole number >= 1.")
+    check_number(step, "step", low=1, integer=True)
     top = min(math.floor(max_fraction * n), n - 1)
     return np.arange(0, top + 1, int(step))
 
 
+def _check_some_value(values: np.ndarray) -> None:
+    """Refuse values of which none is a number (NaN: a row the method could not value).
+
+    A NaN row sorts last and is never removed; with every row NaN the order was the
+    tie-breaking shuffle alone, so the protocol removed random rows as if they were harmful.
+    """
+    if len(values) and np.isnan(values).all():
+        raise ValueError("every one of the values is NaN (no row was valued): value the rows "
+                         "again (Data-OOB: more bags) before cleansing.")
+
+
+def _check_same_rows(values: Any, X: Any) -> None:
+    """Refuse a result whose saved row labels are not ``X``'s (when both have labels).
+
+    The values of another table of as many rows, or of this one shuffled, ranked rows they
+    were never about: the protocol removed rows by another row's value, silently. Labels
+    are compared as text, as a ``.npz`` result stores them.
+    """
+    saved = getattr(values, "index", None)
+    labels = getattr(X, "index", None)
+    if saved is None or labels is None or len(saved) != len(labels):
+        return
+    theirs, ours = np.asarray(saved).astype(str), np.asarray(labels).astype(str)
+    if not np.array_equal(theirs, ours):
+        at = int(np.flatnonzero(theirs != ours)[0])
+        there, here = str(theirs[at]), str(ours[at])
+        raise ValueError(f"values were made for other rows than X's: row {at} is labelled "
+                         f"{there!r:.40} there and {here!r:.40} in X. Value this X, or pass "
+                         "X's rows in the order the values were made.")
+
+
 def _ranking(values: Any, random_state: Any) -> tuple[np.ndarray, str]:
     if isinstance(values, ValuationResult):
+        _check_some_value(values.values)
         return values.ranking(random_state), values.algorithm
+    raw = np.asarray(values) if not isinstance(values, dict) else None
+    # complex values were cast to their real parts with only numpy's ComplexWarning
+    if raw is None or raw.dtype.kind == "c":
+        raise ValueError("values must be real numbers (one per training row) or a "
+                         "ValuationResult.")
     try:
-        arr = np.asarray(values, dtype=float)
+        arr = raw.astype(float)
     except (TypeError, ValueError):
         raise ValueError("values must be numbers (one per training row) or a "
                          "ValuationResult.") from None
     if arr.ndim != 1:
         raise ValueError("values must be 1-D (one value per training row) or a ValuationResult.")
+    _check_some_value(arr)
     rng = np.random.default_rng(random_state)
     return np.lexsort((rng.random(len(arr)), arr)), "values"
 
@@ -215,6 +255,11 @@ def cleanse(
     if on_error not in ("raise", "fallback"):
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
     check_rule(rule)
+    # checked before any fit: step nan/inf was int()'s ValueError/OverflowError, True a step
+    # of 1, max_fraction '0.5' a TypeError from '<', and n_se nan was taken (and refused
+    # negative only after every fit of the curve)
+    removal_grid(2, step, max_fraction)
+    check_n_se(n_se)
     if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
         n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
     # check_number, not int(): inf was int()'s OverflowError, nan its "cannot convert"
@@ -258,7 +303,13 @@ def cleanse(
         raise ValueError(
             f"got {len(order)} values for {len(ya)} training rows: value the same training set."
         )
+    _check_same_rows(values, X)
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
+    # as find_harmful checks it: a metric giving NaN made every score NaN and removed
+    # nothing without a word; one that raised ended in its own error after the first fit
+    problem = scoring_problem(spec, ya, Xv, yv, is_classifier(estimator))
+    if problem:
+        raise ValueError(f"metric {spec.name!r} {problem}; choose another metric.")
     grid = base_grid = removal_grid(len(ya), step, max_fraction)
     eligible = eligible_rows(values, alpha) if rule == "one_se" else None
     n_eligible = None
@@ -604,6 +655,15 @@ def _display(metric: str, scores: np.ndarray) -> tuple[np.ndarray, str]:
     return scores, metric
 
 
+def plain_text(text: str) -> str:
+    """``text`` as matplotlib shows it literally: a ``$`` does not start its TeX math.
+
+    Names in a plot come from the user (a file name, a result's algorithm, a title): one
+    like 'a$\\foo{$' ended savefig in matplotlib's 'ParseFatalException: Unknown symbol'.
+    """
+    return str(text).replace("$", r"\$")
+
+
 def plot_curves(
     results: list[CleansingResult], path: str | os.PathLike[str], title: str | None = None
 ) -> Path:
@@ -623,13 +683,13 @@ def plot_curves(
             if scores is None:
                 continue
             shown, ylabel = _display(r.metric, scores)
-            (line,) = ax.plot(r.grid, shown, label=r.method)
+            (line,) = ax.plot(r.grid, shown, label=plain_text(r.method))
             ax.axvline(r.n_remove, color=line.get_color(), linestyle=":", linewidth=1)
             if r.n_best != r.n_remove:  # the paper's best-validation cut, when not chosen
                 ax.axvline(r.n_best, color=line.get_color(), linestyle="--", linewidth=0.8,
                            alpha=0.6)
         ax.set_xlabel("instances removed")
-        ax.set_ylabel(f"{ylabel} ({label})")
+        ax.set_ylabel(plain_text(f"{ylabel} ({label})"))
         ax.set_title(f"{label} set")
         ax.grid(alpha=0.3)
     if any(r.n_best != r.n_remove for r in results):  # say which line is which cut
@@ -637,7 +697,7 @@ def plot_curves(
         axes[0][0].plot([], [], color="gray", linestyle="--", label="best validation cut")
     axes[0][0].legend()
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plain_text(title))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

@@ -87,6 +87,7 @@ from typing import Any
 
 import numpy as np
 
+from tdshap._validation import check_number
 from tdshap.cross_fit import make_folds
 from tdshap.intervals import upper_p_values
 from tdshap.result import ValuationResult
@@ -141,10 +142,15 @@ CV_N_SE_REGRESSOR = 2.0
 CV_N_BOOTSTRAP = 200
 
 
-def check_rule(rule: str) -> str:
-    """``rule`` itself, or one clear error naming the choices."""
+def check_n_se(n_se: Any) -> None:
+    """Refuse an ``n_se`` that is not a number >= 0 (NaN was taken: no cut could pass)."""
+    check_number(n_se, "n_se", low=0, hint="It counts standard errors of the gain, e.g. 1.")
+
+
+def check_rule(rule: str, name: str = "rule") -> str:
+    """``rule`` itself, or one clear error naming the choices and the parameter ``name``."""
     if rule not in RULES:
-        raise ValueError(f"rule={rule!r} is not a cut rule: use 'one_se' (remove rows only when "
+        raise ValueError(f"{name}={rule!r} is not a cut rule: use 'one_se' (remove rows only when "
                          "the validation gain beats its noise) or 'paper' (the best validation "
                          "score, the paper's protocol).")
     return rule
@@ -544,8 +550,7 @@ def _choose_cut(grid: np.ndarray, val_scores: np.ndarray, boot: np.ndarray | Non
     scores = np.asarray(val_scores, dtype=float)
     if len(grid) != len(scores) or grid[0] != 0:
         raise ValueError("grid and val_scores must have the same length, starting at n = 0.")
-    if n_se < 0:
-        raise ValueError(f"n_se={n_se!r} must be >= 0 (standard errors of the gain).")
+    check_n_se(n_se)
     gain = scores - scores[0]
     if boot is not None and len(boot) >= 2:
         boot_gain = boot - boot[:, :1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import numbers
 import os
 import zipfile
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
+from tdshap._validation import check_number, check_random_state
 from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
     DEFAULT_INTERVAL,
@@ -48,6 +50,53 @@ def _cell_fits(cell: Any, dtype: Any) -> bool:
     if isinstance(cell, bool) or not isinstance(cell, int | float):
         return False
     return dtype is float or isinstance(cell, int) or cell.is_integer()
+
+
+def _column(name: str, data: Any, dtype: Any, n: int | None = None) -> np.ndarray:
+    """``data`` as a 1-D array of ``dtype`` with ``n`` entries, or an error naming ``name``.
+
+    numpy alone cut 2.7 pulls to 2, read the text 'no' as a true flag, and left a 2-D table
+    or a scalar to fail later in a broadcast or ``len()``.
+    """
+    try:
+        raw = np.asarray(data)
+    except (TypeError, ValueError):
+        raw = np.asarray(data, dtype=object)
+    kind = _CELL_KINDS.get(dtype, np.dtype(dtype).name)
+    if raw.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D list of {kind}, not of shape {raw.shape}.")
+    if n is not None and len(raw) != n:
+        raise ValueError(f"{name} has {len(raw)} entries for {n} values: values, counts, "
+                         "variances, harmful and order must have the same length.")
+    if dtype is bool:
+        ok = raw.dtype == bool
+    elif raw.dtype == bool or raw.dtype.kind not in "iuf":
+        ok = raw.size == 0 and raw.dtype.kind not in "SUO"
+    else:
+        ok = dtype is float or raw.dtype.kind in "iu" or bool(
+            np.isfinite(raw).all() and (raw == np.round(raw)).all())
+    if not ok:
+        raise TypeError(f"{name} must be {kind}, not {raw.dtype} values.")
+    return raw.astype(dtype)
+
+
+def _removed_flags(removed: Any, n: int) -> np.ndarray:
+    """One flag per row from ``removed``: row positions in ``[0, n)``, or ``n`` true/false flags.
+
+    As positions cast to int, a mask [True, False, True] flagged rows 1, 0, 1 (not 0 and 2),
+    -1 the last row and 1.5 row 1, with no word; 5 of 3 rows was numpy's IndexError.
+    """
+    raw = np.asarray(removed)
+    if raw.dtype == bool and raw.shape == (n,):
+        return raw.copy()
+    whole = raw.dtype.kind in "iu" or (raw.dtype.kind == "f" and bool(
+        np.isfinite(raw).all() and (raw == np.round(raw)).all()))
+    if raw.ndim != 1 or not whole or (raw.size and (raw.min() < 0 or raw.max() >= n)):
+        raise ValueError(f"removed must be row positions from 0 to {n - 1} or {n} true/false "
+                         "flags (a cleansing's removed rows).")
+    flags = np.zeros(n, dtype=bool)
+    flags[raw.astype(np.intp)] = True
+    return flags
 
 
 class ResultFileError(ValueError):
@@ -95,16 +144,51 @@ class ValuationResult:
         if check_method(self.interval) == "bernstein":
             raise ValueError("interval='bernstein' needs the range of one marginal, which a "
                              "result does not hold: use 'pooled' (the default) or 't'.")
-        self.values = np.asarray(self.values, dtype=float)
-        self.counts = np.asarray(self.counts, dtype=np.int64)
-        self.variances = np.asarray(self.variances, dtype=float)
+        # the invariants load() checks: a result built by hand that broke one saved fine and
+        # then failed to load, or ended in numpy's broadcast errors in to_dataframe
+        if not isinstance(self.algorithm, str):
+            raise TypeError(f"algorithm={self.algorithm!r} must be a name (a str).")
+        self.values = _column("values", self.values, float)
         n = len(self.values)
-        if len(self.counts) != n or len(self.variances) != n:
-            raise ValueError("values, counts and variances must have the same length")
+        self.counts = _column("counts", self.counts, np.int64, n)
+        self.variances = _column("variances", self.variances, float, n)
+        if (self.counts < 0).any() or (self.variances < 0).any():
+            raise ValueError("counts and variances must not be negative (they are pull "
+                             "counts and variances of the pulls).")
         if self.harmful is not None:
-            self.harmful = np.asarray(self.harmful, dtype=bool)
+            self.harmful = _column("harmful", self.harmful, bool, n)
         if self.order is not None:
-            self.order = np.asarray(self.order, dtype=np.int64)
+            self.order = _column("order", self.order, np.int64, n)
+            if not np.array_equal(np.sort(self.order), np.arange(n)):
+                raise ValueError("order must hold each row position 0..n-1 once.")
+        if self.index is not None and (np.ndim(self.index) != 1 or len(self.index) != n):
+            raise ValueError(f"index must hold one row label per value ({n}).")
+        # the metadata is JSON in both formats: a NaN or infinite threshold came back as
+        # none (so 0), flipping the harmful flags of every row between the two
+        if self.threshold is not None and (
+                isinstance(self.threshold, bool) or not isinstance(self.threshold, numbers.Real)
+                or not np.isfinite(self.threshold)):
+            raise ValueError(f"threshold={self.threshold!r} must be a finite number or None.")
+        # the run's record, as load() reads it back (each of these saved, then failed to load)
+        for name in ("config", "extra"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name} must be a dict, not {type(getattr(self, name)).__name__}.")
+        if self.guarantee is not None and not isinstance(self.guarantee, dict):
+            raise TypeError(f"guarantee must be a dict or None, not "
+                            f"{type(self.guarantee).__name__}.")
+        if self.seed is not None and (isinstance(self.seed, bool)
+                                      or not isinstance(self.seed, int | np.integer)):
+            raise TypeError(f"seed={self.seed!r} must be a whole number (an int) or None.")
+        for name in ("n_fits", "n_evaluations"):
+            check_number(getattr(self, name), name, low=0, integer=True)
+        for name in ("wall_seconds", "fit_seconds"):  # NaN: not recorded (a file's null)
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
+                raise ValueError(f"{name}={v!r} must be a number of seconds >= 0.")
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, numbers.Real) \
+                or not 0 < self.confidence < 1:
+            raise ValueError(f"confidence={self.confidence!r} must be a number in (0, 1), "
+                             "e.g. 0.95.")
 
     def __len__(self) -> int:
         return len(self.values)
@@ -153,6 +237,8 @@ class ValuationResult:
 
     def ranking(self, random_state: int | np.random.Generator | None = 0) -> np.ndarray:
         """Row positions, most harmful first; ties broken by a seeded shuffle."""
+        # numpy's own refusal of random_state=-1 or 1.5 came from inside SeedSequence
+        check_random_state(random_state)
         if self.order is not None:
             return self.order.copy()
         rng = np.random.default_rng(random_state)
@@ -167,6 +253,8 @@ class ValuationResult:
         """
         if index is None:
             index = self.index if self.index is not None else pd.RangeIndex(len(self))
+        elif np.ndim(index) != 1 or len(index) != len(self):
+            raise ValueError(f"index must hold one row label per value ({len(self)}).")
         out = pd.DataFrame(
             {
                 "value": self.values,
@@ -180,9 +268,7 @@ class ValuationResult:
             index=pd.Index(index) if not isinstance(index, pd.Index) else index,
         )
         if removed is not None:
-            flags = np.zeros(len(self), dtype=bool)
-            flags[np.asarray(removed, dtype=np.intp)] = True
-            out["removed"] = flags
+            out["removed"] = _removed_flags(removed, len(self))
         return out
 
     # -- persistence -----------------------------------------------------
@@ -218,6 +304,15 @@ class ValuationResult:
         """Write to ``path``: ``.json`` or ``.npz`` by suffix, atomically."""
         path = Path(path)
         if path.suffix == ".json":
+            # strict JSON writes NaN and inf as null, read back as NaN: a value of -inf (a
+            # harmful row) came back as NaN (not harmful), a threshold of -inf as none (0)
+            infinite = [name for name, arr in (("values", self.values),
+                                               ("variances", self.variances))
+                        if np.isinf(arr).any()]
+            if infinite:
+                raise ValueError(f"cannot save to {path}: {' and '.join(infinite)} hold "
+                                 "infinite numbers, which JSON reads back as NaN; save to a "
+                                 ".npz file, which keeps them.")
             atomic_write_bytes(path, json.dumps(self.to_dict(), indent=1).encode())
         elif path.suffix == ".npz":
             arrays = {

@@ -284,9 +284,8 @@ def _write_outputs(run_: HarmfulRun, tmp: Path, train_path: Path, frame: pd.Data
         keep = np.setdiff1d(np.arange(len(frame)), removed)
         name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
         write_rows_like(train_path, frame, keep, tmp / name)
-        # a file name is text, not matplotlib's TeX: "a$\\foo{$.csv" failed the plot after
-        # the whole run ("ParseFatalException: Unknown symbol")
-        title = f"{train_path.name}: {run_.model_name}, {run_.data.task}".replace("$", r"\$")
+        # the plot shows it as text, not TeX (tdshap.cleansing.plain_text)
+        title = f"{train_path.name}: {run_.model_name}, {run_.data.task}"
         run_.cleansing.plot(tmp / "curve.png", title=title)
         written += [name, "curve.png"]
     (tmp / "report.md").write_text(markdown_report(run_, inputs), encoding="utf-8")

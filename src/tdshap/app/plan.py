@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import ParameterError, check_number
+from tdshap._validation import ParameterError, check_estimator, check_number
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
 from tdshap.app.valuer import make_valuer
@@ -51,6 +51,10 @@ class TooManyFailures(ParameterError):
 
 def check_estimator_task(estimator: Any, task: str, label: str) -> None:
     """Refuse an estimator that cannot serve ``task`` (a regressor or clusterer on labels)."""
+    try:  # the library's one estimator check: a class given for an instance is named so
+        check_estimator(estimator)
+    except ValueError as err:  # (find_harmful said "ABCMeta is not a scikit-learn estimator")
+        raise ParameterError(str(err), "model") from None
     try:
         classifier, regressor = is_classifier(estimator), is_regressor(estimator)
     except (AttributeError, TypeError):
@@ -124,7 +128,7 @@ def _check_precomputed(estimator: Any) -> None:
 
 def _check_metric(metric: Any, data: PreparedData) -> None:
     """Refuse a metric of the other task, or one that cannot score the validation rows."""
-    from tdshap.utility.base import describe_error, fallback_model
+    from tdshap.utility.base import scoring_problem
     from tdshap.utility.metrics import metric_task, resolve_metric
 
     try:
@@ -141,17 +145,11 @@ def _check_metric(metric: Any, data: PreparedData) -> None:
         raise ParameterError(f"`metric` {spec.name!r} is for {task}, but the task is "
                              f"{data.task}: use e.g. {usual}, or leave `metric` out.",
                              "metric", "task")
-    classes = np.unique(data.y_train) if data.task == "classification" else None
-    try:  # the constant prediction every failed fit falls back to must be scorable too
-        score = spec.score(fallback_model(data.y_train, classes), data.X_val, data.y_val)
-    except Exception as err:
-        raise ParameterError(f"`metric` {spec.name!r} cannot score the validation rows of this "
-                             f"{data.task} task ({describe_error(err)}): choose another "
-                             "metric.", "metric") from None
-    if not np.isfinite(score):  # every mean, gain and cut built on it would be nan
-        raise ParameterError(f"`metric` {spec.name!r} scores the validation rows {score} (for "
-                             "the constant prediction a failed fit falls back to): it must "
-                             "give a finite number; choose another metric.", "metric")
+    problem = scoring_problem(spec, data.y_train, data.X_val, data.y_val,
+                              data.task == "classification")
+    if problem:
+        raise ParameterError(f"`metric` {spec.name!r} {problem}; choose another metric.",
+                             "metric")
 
 
 @dataclass
@@ -532,7 +530,7 @@ def plan(
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)
-    check_rule(cut)
+    check_rule(cut, "cut")  # find_harmful's name for it (its error said rule='one-se')
     try:
         check_search(neighbor_search)
     except ValueError as err:

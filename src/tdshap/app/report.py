@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,7 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tdshap._validation import check_number
 from tdshap.app.run import HarmfulRun
+from tdshap.cleansing import plain_text
 
 GUARANTEE_NOTE = (
     "Theorem 2: with at least the pulls needed, the harmful set is right for every row "
@@ -232,11 +235,16 @@ def guarantee_rows(run: HarmfulRun) -> list[tuple[str, str, str, str, str]]:
 
 
 def worst_rows(run: HarmfulRun, n: int) -> pd.DataFrame:
+    """The ``n`` lowest-valued rows (all of them when there are fewer)."""
+    # a slice took -1 as "all but the last row" and 2.5 as Python's 'slice indices must be
+    # integers': the count is checked here, where every report takes it
+    check_number(n, "n_worst", low=0, integer=True,
+                 hint="It is how many of the lowest-valued rows to show, e.g. 10.")
     frame = run.frame()
     cols = [c for c in ("value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed")
             if c in frame]
     order = np.lexsort((np.arange(len(frame)), frame["value"].to_numpy()))
-    return frame.iloc[order[:n]][cols]
+    return frame.iloc[order[:int(n)]][cols]
 
 
 def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
@@ -278,8 +286,9 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         for label, w, need, met, fail in guarantee_rows(run):
             lines.append(f"  width from {label}: w={w}, pulls needed {need}, met: {met}"
                          + (f", P(fail) <= {fail}" if met == "yes" else ""))
-    lines.append(f"worst {n_worst} rows:")
-    lines.append(worst_rows(run, n_worst).to_string(float_format=lambda v: f"{v:.4g}"))
+    worst = worst_rows(run, n_worst)
+    lines.append(f"worst {len(worst)} rows:")
+    lines.append(worst.to_string(float_format=lambda v: f"{v:.4g}"))
     return "\n".join(lines)
 
 
@@ -410,7 +419,10 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     lo, hi = np.percentile(r.values, [1, 99])
     # a tau far from every value (--tau 1e308) would squash the values instead: not drawn
     reach = 100 * max(hi - lo, eps, 1e-9)
-    if lo - reach <= tau <= hi + reach:
+    # an eps near the float range (--eps 1e308) made tau +- eps, or the span of the axis,
+    # inf: "Axis limits cannot be NaN or Inf" ended the finished run; such a band is off too
+    span = max(hi, tau + eps) - min(lo, tau - eps)
+    if lo - reach <= tau <= hi + reach and math.isfinite(1.2 * span):
         ax.axhline(tau, color="black", linewidth=1, label=f"tau = {tau:.3g}")
         if given_eps is not None:
             ax.axhspan(tau - eps, tau + eps, color="gray", alpha=0.2,
@@ -421,8 +433,8 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     pad = 0.1 * (hi - lo) if hi > lo else 1e-9
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("training rows, sorted by value (y axis: 1st-99th percentile)")
-    ax.set_ylabel(f"value ({run.metric} units)")
-    ax.set_title(headline(run), fontsize=9)
+    ax.set_ylabel(plain_text(f"value ({run.metric} units)"))
+    ax.set_title(plain_text(headline(run)), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

@@ -66,8 +66,9 @@ class TDShapOptions:
             except ValueError:
                 positive = False
             if not positive:
-                raise ParameterError(f"time_budget={self.time_budget!r} must be > 0 seconds.",
-                                     "time_budget")
+                # inf is > 0: the message says what is refused (a finite number is needed)
+                raise ParameterError(f"time_budget={self.time_budget!r} must be a finite number "
+                                     "of seconds > 0, or None for no limit.", "time_budget")
 
 
 @dataclass

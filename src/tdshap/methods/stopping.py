@@ -218,7 +218,9 @@ def build_stopping(
                      hint="Or None for no limit on rounds.")
         parts.append(MaxIterations(int(max_rounds)))
     if time_budget is not None:
-        if not (isinstance(time_budget, int | float | np.number) and time_budget > 0):
+        # True is an int: it was a budget of 1 second, silently
+        if isinstance(time_budget, bool | np.bool_) or not (
+                isinstance(time_budget, int | float | np.number) and time_budget > 0):
             raise ValueError(f"time_budget={time_budget!r} must be > 0 seconds or None.")
         parts.append(TimeBudget(time_budget))
     if atol is not None:

@@ -211,6 +211,24 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
+def scoring_problem(spec: MetricSpec, y: np.ndarray, X_val: np.ndarray, y_val: np.ndarray,
+                    classification: bool) -> str | None:
+    """Why ``spec`` cannot score the validation rows, or None.
+
+    The constant prediction every failed fit falls back to is scored: a metric that raises
+    on it, or gives NaN or inf, makes every mean, gain and cut built on it meaningless.
+    """
+    classes = np.unique(y) if classification else None
+    try:
+        score = float(spec.score(fallback_model(y, classes), X_val, y_val))
+    except Exception as err:
+        return f"cannot score the validation rows ({describe_error(err)})"
+    if not np.isfinite(score):
+        return (f"scores the validation rows {score} (for the constant prediction a failed "
+                "fit falls back to): it must give a finite number")
+    return None
+
+
 def check_some_fit_worked(failed: int, scored: int, first_error: str | None, what: str) -> None:
     """Refuse numbers for which no score came from the estimator: its ``failed`` fits were
     all there was (``scored``: the scores a fitted model gave), so each score was the

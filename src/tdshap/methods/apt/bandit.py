@@ -40,7 +40,13 @@ class APTState:
 
     def index(self) -> np.ndarray:
         """The APT index B_n of every arm."""
-        return np.sqrt(self.counts) * (np.abs(self.mu - self.tau) + self.eps)
+        # a tau or eps near the float range (--eps 1e308) overflowed this to inf, with numpy's
+        # "overflow encountered" warning on every round: the gap is capped at the largest
+        # float and the product may be inf, so an arm never pulled stays first (0, not
+        # 0 * inf = NaN) and the rest go by pulls, as APT does when eps dwarfs every gap
+        with np.errstate(over="ignore"):
+            gap = np.minimum(np.abs(self.mu - self.tau) + self.eps, np.finfo(float).max)
+            return np.sqrt(self.counts) * gap
 
     def select(self, k: int, rng: np.random.Generator) -> np.ndarray:
         """The ``k`` arms with the smallest ``B_n``, ties broken uniformly at random."""

@@ -44,6 +44,17 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run."""
 
 
+class CheckpointBudgetError(CheckpointError):
+    """A sound checkpoint that has done more than the resuming run's budget allows.
+
+    ``params`` names the budget parameter, so an application can show its own name for it.
+    """
+
+    def __init__(self, message: str, *params: str) -> None:
+        super().__init__(message)
+        self.params = params
+
+
 def data_fingerprint(*arrays: np.ndarray) -> str:
     """A hash of the arrays' shapes, dtypes and bytes."""
     h = hashlib.blake2b(digest_size=16)

@@ -24,6 +24,7 @@ import numpy as np
 from tdshap._validation import check_number
 from tdshap.methods.base import BaseValuation
 from tdshap.methods.checkpoint.files import (
+    CheckpointBudgetError,
     CheckpointError,
     CheckpointSchedule,
     ResumePlan,
@@ -82,6 +83,8 @@ class Checkpointing:
     @staticmethod
     def _restore_error(err: CheckpointError, path: Any) -> CheckpointError:
         """``err`` as one line that names the file and what to do."""
+        if isinstance(err, CheckpointBudgetError):  # sound, only beyond this run's budget
+            return CheckpointBudgetError(f"checkpoint {str(path)!r}: {err}.", *err.params)
         return CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}; "
                                "start a new run without resume.")
 

@@ -19,7 +19,12 @@ from typing import Any, Self
 import numpy as np
 
 from tdshap.methods.apt.bandit import APTState
-from tdshap.methods.checkpoint.files import CheckpointError, restore_utility, utility_state
+from tdshap.methods.checkpoint.files import (
+    CheckpointBudgetError,
+    CheckpointError,
+    restore_utility,
+    utility_state,
+)
 from tdshap.methods.stopping import StoppingCriterion
 from tdshap.utility.base import Utility
 
@@ -213,7 +218,13 @@ class ResumableRun:
             raise CheckpointError(f"field 'finished' is {meta.get('finished')!r}, not true/false")
         number(meta, "elapsed", 0.0)
         max_iter = expect.get("max_iter")
-        whole(meta, "rounds", 0, math.inf if max_iter is None else max_iter)
+        rounds = whole(meta, "rounds", 0)
+        if max_iter is not None and rounds > max_iter:
+            # a smaller budget than the saved run's is the user's choice, not damage
+            raise CheckpointBudgetError(
+                f"it has done {rounds} rounds, more than `max_iter` {max_iter} allows: resume "
+                f"with `max_iter` {rounds} or more, or start a new run without resume",
+                "max_iter")
         number(meta, "tau")
         number(meta, "eps", 0.0)
         whole(meta, "run_seed", 0, 2**64 - 1)
