@@ -356,7 +356,8 @@ def test_a_regressor_takes_validation_targets_the_training_rows_lack():
 
 
 @pytest.mark.parametrize(("n_bootstrap", "message"), [
-    (10**12, r"n_bootstrap=1000000000000 resamples of the 20 validation rows need 149,012 GiB"),
+    (10**12, r"n_bootstrap=1000000000000 resamples of the 20 validation rows need "
+             r"149011.61 GiB, more than the memory budget"),
     (float("inf"), r"n_bootstrap=inf must be a whole number >= 0"),
     (float("nan"), r"n_bootstrap=nan must be a whole number >= 0"),
 ])
@@ -383,7 +384,7 @@ def test_cleanse_refuses_test_rows_that_cannot_be_scored(y_test, message):
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"n_estimators": 10**12}, r"n_estimators=1000000000000 bags of N=20 rows need "
-                               r"119,209 GiB, over the memory budget"),
+                               r"119209.29 GiB, more than the memory budget"),
     ({"n_jobs": 0}, r"n_jobs=0 must be a non-zero integer"),
     ({"n_jobs": 2.0}, r"n_jobs=2.0 must be a non-zero integer"),
 ])

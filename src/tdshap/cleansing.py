@@ -69,7 +69,7 @@ from tdshap.utility.base import (
     random_state_params,
     scoring_problem,
 )
-from tdshap.utility.fast.budget import memory_budget
+from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
 from tdshap.utility.metrics import default_metric, resolve_metric
@@ -255,10 +255,8 @@ def cleanse(
     if on_error not in ("raise", "fallback"):
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
     check_rule(rule)
-    # checked before any fit: step nan/inf was int()'s ValueError/OverflowError, True a step
-    # of 1, max_fraction '0.5' a TypeError from '<', and n_se nan was taken (and refused
-    # negative only after every fit of the curve)
-    removal_grid(2, step, max_fraction)
+    # n_se nan was taken (and a negative one refused only after every fit of the curve);
+    # step and max_fraction are checked by removal_grid below, before any fit
     check_n_se(n_se)
     if n_bootstrap is None:  # the paper's rule needs none: its benchmarks pay nothing extra
         n_bootstrap = DEFAULT_N_BOOTSTRAP if rule == "one_se" else 0
@@ -278,12 +276,8 @@ def cleanse(
         check_shared_classes(ya, yv)
     # the resampled rows are one int64 table (tdshap.cut.bootstrap_indices): 10**12 was
     # numpy's MemoryError "Unable to allocate 72.8 TiB"
-    need = int(n_bootstrap) * len(yv) * 8
-    if need > memory_budget():
-        raise ValueError(f"n_bootstrap={n_bootstrap!r} resamples of the {len(yv)} validation "
-                         f"rows need {need / 2**30:,.0f} GiB, over the memory budget of "
-                         f"{memory_budget() / 2**30:g} GiB (TDSHAP_MEMORY_BUDGET_GB): use at "
-                         f"most {memory_budget() // (8 * len(yv)):,} (e.g. 200).")
+    check_count("n_bootstrap", n_bootstrap, 8 * len(yv),
+                f"resamples of the {len(yv)} validation rows", 200)
     if (X_test is None) != (y_test is None):
         raise ValueError("give X_test with y_test, or neither.")
     has_test = X_test is not None

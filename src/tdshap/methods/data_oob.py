@@ -27,7 +27,7 @@ from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import fallback_model, random_state_params
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
-from tdshap.utility.fast.budget import memory_budget
+from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import NeighborLists, oob_lists
 from tdshap.utility.metrics import row_scores
 from tdshap.utility.parallel import check_n_jobs
@@ -188,13 +188,8 @@ class DataOOB(DirectValuation):
         # every bag's out-of-bag rows and scores (about 0.37 N of each, 16 bytes a row) are
         # kept until summed, and its seed drawn up front (8 bytes): 10**12 bags was
         # numpy's MemoryError "Unable to allocate 7.28 TiB"
-        need = int(self.n_estimators) * (8 + 6 * len(ya))
-        if need > memory_budget():
-            raise ValueError(
-                f"n_estimators={self.n_estimators!r} bags of N={len(ya)} rows need "
-                f"{need / 2**30:,.0f} GiB, over the memory budget of "
-                f"{memory_budget() / 2**30:g} GiB (TDSHAP_MEMORY_BUDGET_GB): use at most "
-                f"{memory_budget() // (8 + 6 * len(ya)):,} (e.g. 1000).")
+        check_count("n_estimators", self.n_estimators, 8 + 6 * len(ya),
+                    f"bags of N={len(ya)} rows", 1000)
         check_search(self.neighbor_search)
         task = self._resolve_task(ya, self.estimator)
         self._check_fixed_metric(task, _METRICS)

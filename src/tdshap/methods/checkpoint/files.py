@@ -32,6 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
+from tdshap._validation import ParameterError
 from tdshap.utility.base import Utility
 
 FORMAT = "tdshap.Checkpoint"
@@ -44,15 +45,11 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run."""
 
 
-class CheckpointBudgetError(CheckpointError):
+class CheckpointBudgetError(CheckpointError, ParameterError):
     """A sound checkpoint that has done more than the resuming run's budget allows.
 
     ``params`` names the budget parameter, so an application can show its own name for it.
     """
-
-    def __init__(self, message: str, *params: str) -> None:
-        super().__init__(message)
-        self.params = params
 
 
 def data_fingerprint(*arrays: np.ndarray) -> str:

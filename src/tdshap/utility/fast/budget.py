@@ -36,3 +36,12 @@ def over_budget(what: str, needed: int, budget: int | None = None) -> str | None
         return None
     return (f"{what} need {needed / 2**30:.2f} GiB, more than the memory budget of "
             f"{limit / 2**30:.2f} GiB (set TDSHAP_MEMORY_BUDGET_GB to raise it)")
+
+
+def check_count(name: str, count: int, bytes_each: int, what: str, example: int) -> None:
+    """Refuse a count of things (``name=count``, each ``bytes_each`` bytes, ``what`` they
+    are) that the memory budget cannot hold, naming the largest count it can."""
+    problem = over_budget(f"{name}={count!r} {what}", int(count) * bytes_each)
+    if problem:
+        raise ValueError(f"{problem}: use at most {memory_budget() // bytes_each:,} "
+                         f"(e.g. {example}).")
