@@ -26,7 +26,7 @@ from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import check_random_state, check_same_index, check_unmasked
 from tdshap.app.plan import run
-from tdshap.app.report import text_report
+from tdshap.app.report import parts_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
 from tdshap.app.tabular import (
     TableEncoder,
@@ -36,6 +36,7 @@ from tdshap.app.tabular import (
     holdout_split,
     infer_task,
     plain_value,
+    swapped_split,
 )
 
 DEFAULT_VAL_FRACTION = 0.25
@@ -169,11 +170,14 @@ def prepare(
     impute: bool = False,
     seed: int = 0,
     model_task: str | None = None,
+    swap: bool = False,
 ) -> PreparedData:
     """Check the target, hold rows out if needed, fit the encoder on the training rows.
 
     ``model_task``: the task of the user's model, which decides when ``task`` is None
-    (a regressor on whole-number targets is not a classifier).
+    (a regressor on whole-number targets is not a classifier). ``swap``: without
+    validation rows, the rows held out otherwise are the training rows, and the rows
+    trained on otherwise are held out (:func:`~tdshap.app.tabular.swapped_split`).
     """
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
@@ -202,9 +206,11 @@ def prepare(
             split_note += "; no test rows (the report's after-cleaning score is on validation)"
     else:
         tf = 0.0 if X_test is not None else test_fraction
-        train, val_rows, test_rows, strat = holdout_split(
+        train, val_rows, test_rows, strat = (swapped_split if swap else holdout_split)(
             y_all, (val_fraction, tf), task == "classification", seed)
-        split_note = (f"held out {len(val_rows)} rows for validation"
+        split_note = (("the rows part 1 held out; part 1's rows held out: "
+                       f"{len(val_rows)} for validation" if swap else
+                       f"held out {len(val_rows)} rows for validation")
                       + (f" and {len(test_rows)} for test" if len(test_rows) else "")
                       + (" (stratified by class)" if strat else " (random)"))
     for other, what in ((X_val, "validation"), (X_test, "test")):
@@ -268,23 +274,27 @@ class HarmfulRows:
     value with ``method="tdshap"``), ``credibly_harmful`` (interval wholly below tau),
     ``ci_low``/``ci_high`` (95% interval), ``stderr``, ``n_pulls``,
     ``is_harmful`` (value <= tau) and ``removed`` (dropped by the cleansing
-    protocol). ``run`` holds the :class:`HarmfulRun` (the ``ValuationResult``
-    is ``run.result``). Column access (``rows["value"]``), ``len`` and the
+    protocol); with ``every_row=True`` also ``part`` (1 or 2: which run valued
+    the row). ``run`` holds the :class:`HarmfulRun` (the ``ValuationResult``
+    is ``run.result``); ``parts`` every run (the two parts of ``every_row=True``,
+    else ``(run,)``). Column access (``rows["value"]``), ``len`` and the
     table's attributes (``rows.index``, ``rows.sort_values(...)``) reach
     ``table``, so code written for the earlier DataFrame subclass keeps
     working; what they return is a plain pandas object.
     """
 
-    def __init__(self, table: pd.DataFrame, run: HarmfulRun | None = None) -> None:
+    def __init__(self, table: pd.DataFrame, run: HarmfulRun | None = None,
+                 parts: tuple[HarmfulRun, ...] = ()) -> None:
         self.table = table
         self.run = run
+        self.parts = parts or ((run,) if run is not None else ())
 
     def report(self, n_worst: int = 10) -> None:
         """Print the summary: settings, scores, the worst rows, fits and time, guarantee."""
         if self.run is None:
             raise ValueError("these rows have no run attached: call report() on what "
                              "find_harmful returned.")
-        print(text_report(self.run, n_worst=n_worst))
+        print(parts_report(self.parts, n_worst=n_worst))
 
     def __getitem__(self, key: Any) -> Any:
         return self.table[key]
@@ -293,7 +303,7 @@ class HarmfulRows:
         return len(self.table)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("table", "run"):
+        if name.startswith("__") or name in ("table", "run", "parts"):
             raise AttributeError(name)
         return getattr(self.table, name)
 
@@ -327,6 +337,7 @@ def find_harmful(
     neighbor_search: str = "exact",
     random_state: int = 0,
     progress: bool = False,
+    every_row: bool = False,
 ) -> HarmfulRows:
     """Which training rows hurt the model? One row of answers per valued row of ``X``.
 
@@ -346,7 +357,7 @@ def find_harmful(
         ``val_fraction`` of the rows are held out for validation and
         ``test_fraction`` (default 0.25 with ``cleanse``, else 0) for an
         honest before/after score (stratified for classification); only the
-        remaining rows are valued and returned.
+        remaining rows are valued and returned, unless ``every_row``.
     task:
         ``"classification"`` or ``"regression"``; if None, the task of ``estimator``
         (a scikit-learn classifier or regressor), else inferred from ``y``.
@@ -394,6 +405,14 @@ def find_harmful(
         graph index, grows about N log N; for 100,000 rows and more; needs
         ``pip install 'tdshap[scale]'``; ``"auto"`` then takes thresholding
         Data-OOB). Cleansing always searches exactly.
+    every_row:
+        Without ``X_val``, value every row of ``X`` in two parts (cross-fitting):
+        part 1 as above; part 2 swaps the roles, valuing the rows part 1 held out
+        with part 1's rows held out instead (shared between validation and test in
+        the same proportion), and cleanses them on its own. Each row's flags and
+        ``removed`` come from the part that valued it (``part`` column); values of
+        the two parts come from models trained on different rows, so compare them
+        within a part. Twice the work; with ``X_val`` every row is valued anyway.
 
     Returns
     -------
@@ -401,7 +420,7 @@ def find_harmful(
         ``.table``: a DataFrame indexed like ``X``'s training rows; ``.run``:
         the run; ``.report()`` prints the summary.
     """
-    _check_flags(impute=impute, cleanse=cleanse, progress=progress)
+    _check_flags(impute=impute, cleanse=cleanse, progress=progress, every_row=every_row)
     random_state = _checked_seed(random_state)
     Xf, yf = _as_pair(X, y, "X", "y")
     _check_pairs(X_val, y_val, X_test, y_test)
@@ -411,10 +430,14 @@ def find_harmful(
             frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
     if test_fraction is None:  # test rows only serve the after-cleansing score
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
-    data = prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
-                   frames.get("y_test"), task=task, val_fraction=val_fraction,
-                   test_fraction=test_fraction, impute=impute, seed=random_state,
-                   model_task=_model_task(estimator))
+    def prepared(swap: bool) -> PreparedData:
+        return prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
+                       frames.get("y_test"), task=task, val_fraction=val_fraction,
+                       test_fraction=test_fraction, impute=impute, seed=random_state,
+                       model_task=_model_task(estimator), swap=swap)
+
+    swaps = (False, True) if every_row and X_val is None else (False,)
+    datas = [prepared(swap) for swap in swaps]  # both checked before any valuation
     given = {"model"} if estimator is not None else set()
     if metric is not None:
         given.add("metric")
@@ -427,7 +450,17 @@ def find_harmful(
     if neighbor_search != "exact":
         given.add("neighbor_search")
     options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
-    result = run(data, estimator, metric=metric, options=options, seed=random_state,
-                 do_cleanse=cleanse, progress=progress, given=given, method=method,
-                 cut=cut, neighbor_search=neighbor_search)
-    return HarmfulRows(result.frame(), result)
+    parts = tuple(run(data, estimator, metric=metric, options=options, seed=random_state,
+                      do_cleanse=cleanse, progress=progress, given=given, method=method,
+                      cut=cut, neighbor_search=neighbor_search) for data in datas)
+    return HarmfulRows(parts_frame(parts), parts[0], parts)
+
+
+def parts_frame(parts: tuple[HarmfulRun, ...]) -> pd.DataFrame:
+    """One table of every part's rows, in the input's row order; with more than one
+    part, a ``part`` column (1, 2, ...) says which valued each row."""
+    if len(parts) == 1:
+        return parts[0].frame()
+    tables = [p.frame().assign(part=i) for i, p in enumerate(parts, 1)]
+    positions = np.concatenate([p.data.train_rows for p in parts])
+    return pd.concat(tables).iloc[np.argsort(positions, kind="stable")]

@@ -292,6 +292,26 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
     return "\n".join(lines)
 
 
+def parts_line(parts: Sequence[HarmfulRun]) -> str:
+    """What two parts did together (``find_harmful(every_row=True)``)."""
+    sizes = " + ".join(str(len(p.data.y_train)) for p in parts)
+    line = (f"every row valued in {len(parts)} parts ({sizes} rows), each part's rows held "
+            "out by the other")
+    removed = [p.cleansing.n_remove for p in parts if p.cleansing is not None]
+    if len(removed) == len(parts):
+        line += f"; cleansing removes {' + '.join(map(str, removed))} = {sum(removed)} rows"
+    return line
+
+
+def parts_report(parts: Sequence[HarmfulRun], n_worst: int = 10) -> str:
+    """:func:`text_report` of one run, or of each part after :func:`parts_line`."""
+    if len(parts) == 1:
+        return text_report(parts[0], n_worst=n_worst)
+    return "\n\n".join([parts_line(parts)] + [
+        f"== part {i} of {len(parts)} ==\n" + text_report(p, n_worst=n_worst)
+        for i, p in enumerate(parts, 1)])
+
+
 def _md_table(header: list[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]

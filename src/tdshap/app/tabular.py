@@ -571,22 +571,54 @@ def holdout_split(
             + (f" and {test_f:g} for test" if test_f else "")
             + ": use more rows or give validation rows (`X_val`).", "X_val"
         )
-    stratify = classification and bool(np.min(np.unique(y, return_counts=True)[1]) >= 3)
-
-    def cut(idx: np.ndarray, size: int, seed_: int) -> tuple[np.ndarray, np.ndarray]:
-        strat = y[idx] if stratify else None
-        try:
-            a, b = train_test_split(idx, test_size=size, random_state=seed_, stratify=strat)
-        except ValueError:  # a class too small for this cut: random instead
-            a, b = train_test_split(idx, test_size=size, random_state=seed_)
-        return np.sort(a), np.sort(b)
-
-    train, held = cut(rows, n_hold, seed)
+    stratify = _stratifies(y, classification)
+    train, held = _cut(y, rows, n_hold, seed, stratify)
     if test_f > 0:
-        val_idx, test_idx = cut(held, n_hold - n_val, seed + 1)
+        val_idx, test_idx = _cut(y, held, n_hold - n_val, seed + 1, stratify)
     else:
         val_idx, test_idx = held, np.empty(0, dtype=np.int64)
     return train, val_idx, test_idx, stratify
+
+
+def swapped_split(
+    y: np.ndarray, fractions: tuple[float, float], classification: bool, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """:func:`holdout_split` with the roles swapped: the rows it holds out are the
+    training rows, and the rows it keeps are held out, shared between validation and
+    test in the proportion ``val : test`` (all validation when ``test`` is 0).
+
+    Together with :func:`holdout_split` every row is a training row of exactly one of
+    the two splits (``find_harmful(every_row=True)``).
+    """
+    kept, val_idx, test_idx, stratify = holdout_split(y, fractions, classification, seed)
+    train = np.sort(np.concatenate([val_idx, test_idx]))
+    val_f, test_f = fractions
+    if len(train) < 2:  # holdout_split keeps >= 2 rows and holds out >= 1 per role
+        raise ParameterError(
+            f"{len(y)} rows hold out {len(train)} for validation, too few to value them "
+            "as training rows too: use more rows, or every_row=False.", "every_row")
+    if test_f == 0:
+        return train, kept, np.empty(0, dtype=np.int64), stratify
+    # kept >= 2 rows: one at least for each role
+    n_test = min(max(1, round(len(kept) * test_f / (val_f + test_f))), len(kept) - 1)
+    new_val, new_test = _cut(y, kept, n_test, seed + 2, stratify)
+    return train, new_val, new_test, stratify
+
+
+def _stratifies(y: np.ndarray, classification: bool) -> bool:
+    """Stratify by class when every class has a few rows (else a split may fail)."""
+    return classification and bool(np.min(np.unique(y, return_counts=True)[1]) >= 3)
+
+
+def _cut(y: np.ndarray, idx: np.ndarray, size: int, seed: int,
+         stratify: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``idx`` split into the rest and ``size`` rows, both sorted."""
+    strat = y[idx] if stratify else None
+    try:
+        a, b = train_test_split(idx, test_size=size, random_state=seed, stratify=strat)
+    except ValueError:  # a class too small for this cut: random instead
+        a, b = train_test_split(idx, test_size=size, random_state=seed)
+    return np.sort(a), np.sort(b)
 
 
 def plain_value(value: Any) -> Any:
