@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -93,3 +97,58 @@ def test_every_row_must_be_a_switch() -> None:
     X, y, _ = _noisy(60)
     with pytest.raises(TypeError, match="every_row='yes' must be True or False"):
         tdshap.find_harmful(X, y, every_row="yes")  # type: ignore[arg-type]
+
+
+# -- the CLI's --every-row ----------------------------------------------------------
+def _cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tdshap.app.cli", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_cli_every_row_writes_both_parts_and_drops_what_either_removes(tmp_path: Path) -> None:
+    X, y, _ = _noisy(200, seed=2)
+    X.assign(label=y).to_csv(tmp_path / "train.csv", index=False)
+    res = _cli("clean", "train.csv", "--target", "label", "--every-row", "--out", "out",
+               "--no-progress", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "out"
+    values = pd.read_csv(out / "values.csv", index_col=0)
+    assert list(values.index) == list(range(200)) and set(values["part"]) == {1, 2}
+    removed = values.index[values["removed"]]
+    cleaned = pd.read_csv(out / "cleaned.csv")
+    assert len(cleaned) == 200 - len(removed)
+    kept = X.drop(index=X.index[removed]).to_numpy()
+    np.testing.assert_allclose(cleaned.drop(columns="label").to_numpy(), kept)
+    for part in (1, 2):  # each part's own result file holds its rows' values
+        saved = tdshap.ValuationResult.load(out / ("result.json" if part == 1 else
+                                                   "result-part2.json"))
+        np.testing.assert_allclose(saved.values, values.loc[values["part"] == part, "value"])
+    assert {"values-part2.png", "curve-part2.png"} <= {p.name for p in out.iterdir()}
+    report = (out / "report.md").read_text()
+    assert "# Part 1 of 2" in report and "# Part 2 of 2" in report
+    assert res.stdout.count("cost estimate") == 2
+
+
+def test_cli_every_row_resumes_each_part_from_its_checkpoint(tmp_path: Path) -> None:
+    X, y, _ = _noisy(90, seed=3)
+    X.assign(label=y).to_csv(tmp_path / "train.csv", index=False)
+    slow = ["value", "train.csv", "--target", "label", "--every-row", "--out", "out",
+            "--model", "dtree", "--method", "tdshap", "--no-progress"]
+    assert _cli(*slow, "--max-iter", "2", cwd=tmp_path).returncode == 0
+    out = tmp_path / "out"
+    assert {"run.tdshap", "run-part2.tdshap"} <= {p.name for p in out.iterdir()}
+    res = _cli(*slow, "--max-iter", "4", "--resume", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    fresh = _cli(*slow, "--max-iter", "4", "--out", "fresh", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    # the resumed parts went on to 4 rounds: the same values as 4 rounds at once
+    for name in ("result.json", "result-part2.json"):
+        a = tdshap.ValuationResult.load(out / name)
+        b = tdshap.ValuationResult.load(tmp_path / "fresh" / name)
+        np.testing.assert_allclose(a.values, b.values)
+        np.testing.assert_array_equal(a.counts, b.counts)
+    # part 2 reads its own checkpoint: part 1's state put there is refused
+    (out / "run-part2.tdshap").write_bytes((out / "run.tdshap").read_bytes())
+    res = _cli(*slow, "--max-iter", "6", "--resume", cwd=tmp_path)
+    assert res.returncode == 2 and "run-part2.tdshap" in res.stderr
+    assert "different data" in res.stderr

@@ -29,19 +29,20 @@ from tdshap.app.harmful import (
     DEFAULT_VAL_FRACTION,
     HarmfulRun,
     TDShapOptions,
+    parts_frame,
     prepare,
 )
 from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_params
 from tdshap.app.outdir import OutputFolder
 from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, execute, plan
-from tdshap.app.report import markdown_report, plot_values, text_report
+from tdshap.app.report import parts_markdown, parts_report, plot_values
 from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import read_checkpoint
 from tdshap.utility.fast.approximate_search import SEARCHES
 
-VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
+VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed", "part"]
 #: The library's parameter names and the options that set them (for its error messages).
 FLAGS = {
     "params": "--params", "model": "--model", "allow_import": "--allow-import",
@@ -51,7 +52,7 @@ FLAGS = {
     "val_fraction": "--val-fraction", "test_fraction": "--test-fraction", "X_val": "--val",
     "eps": "--eps", "tau": "--tau", "max_iter": "--max-iter",
     "checkpoint_every": "--checkpoint-every", "method": "--method", "resume": "--resume",
-    "neighbor_search": "--neighbor-search",
+    "neighbor_search": "--neighbor-search", "every_row": "--every-row",
 }
 
 
@@ -118,6 +119,11 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Without --val and --test: share of TRAIN's rows held out for the "
                      "test curve and score; 0 values more rows but then the after score is "
                      "measured on validation only. `tdshap value` holds out none unless given."),
+        click.option("--every-row", is_flag=True,
+                     help="Without --val: value the held-out rows too, in a second part that "
+                     "swaps the roles (part 1's rows held out); twice the work. values.csv "
+                     "gets a part column; result, values and curve files of part 2 end in "
+                     "-part2; cleaned.csv drops what either part removes."),
         click.option("--task", type=click.Choice(["classification", "regression"]),
                      help="Default: inferred from the target (text or <= 20 whole-number "
                      "values: classification), and said so."),
@@ -213,6 +219,16 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 CHECKPOINT_NAME = "run.tdshap"
+#: the checkpoint of each part of --every-row (part 1's is the usual one)
+CHECKPOINT_NAMES = (CHECKPOINT_NAME, "run-part2.tdshap")
+
+
+def _part_name(name: str, part: int) -> str:
+    """Part 2's copy of an output (``values.png`` -> ``values-part2.png``)."""
+    if part == 1:
+        return name
+    stem, dot, ext = name.partition(".")
+    return f"{stem}-part{part}{dot}{ext}"
 
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
@@ -267,28 +283,35 @@ def spreadsheet_safe(cell: Any) -> Any:
     return "'" + cell if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
 
 
-def _write_outputs(run_: HarmfulRun, tmp: Path, train_path: Path, frame: pd.DataFrame,
-                   inputs: dict[str, str]) -> list[str]:
-    table = run_.frame()
+def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
+                   frame: pd.DataFrame, inputs: dict[str, str]) -> list[str]:
+    table = parts_frame(runs)
     cols = [c for c in VALUES_COLUMNS if c in table]
     values = table[cols]
     if not pd.api.types.is_numeric_dtype(values.index):  # --id-column's ids: the user's text
         values = values.set_axis(values.index.map(spreadsheet_safe))
     values.to_csv(tmp / "values.csv",
                   index_label=spreadsheet_safe(str(table.index.name or "row")))
-    run_.result.save(tmp / "result.json")
-    plot_values(run_, tmp / "values.png")
-    written = ["values.csv", "result.json", "values.png"]
-    if run_.cleansing is not None:
-        removed = run_.data.train_rows[run_.cleansing.removed]
+    written = ["values.csv"]
+    for part, run_ in enumerate(runs, 1):
+        names = [_part_name(n, part) for n in ("result.json", "values.png", "curve.png")]
+        run_.result.save(tmp / names[0])
+        plot_values(run_, tmp / names[1])
+        written += names[:2]
+        if run_.cleansing is not None:
+            # the plot shows it as text, not TeX (tdshap.cleansing.plain_text)
+            title = f"{train_path.name}: {run_.model_name}, {run_.data.task}" + (
+                f" (part {part} of {len(runs)})" if len(runs) > 1 else "")
+            run_.cleansing.plot(tmp / names[2], title=title)
+            written.append(names[2])
+    if runs[0].cleansing is not None:
+        removed = np.concatenate([r.data.train_rows[r.cleansing.removed] for r in runs
+                                  if r.cleansing is not None])
         keep = np.setdiff1d(np.arange(len(frame)), removed)
         name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
         write_rows_like(train_path, frame, keep, tmp / name)
-        # the plot shows it as text, not TeX (tdshap.cleansing.plain_text)
-        title = f"{train_path.name}: {run_.model_name}, {run_.data.task}"
-        run_.cleansing.plot(tmp / "curve.png", title=title)
-        written += [name, "curve.png"]
-    (tmp / "report.md").write_text(markdown_report(run_, inputs), encoding="utf-8")
+        written.append(name)
+    (tmp / "report.md").write_text(parts_markdown(runs, inputs), encoding="utf-8")
     return [*written, "report.md"]
 
 
@@ -303,11 +326,13 @@ class OneLineCommand(click.Command):
                 from None
 
 
-def _outputs(do_cleanse: bool, train: Path) -> list[str]:
+def _outputs(do_cleanse: bool, train: Path, parts: int = 1) -> list[str]:
     names = ["values.csv", "result.json", "values.png", "report.md"]
     if do_cleanse:
         names += ["cleaned" + (".parquet" if is_parquet(train) else ".csv"), "curve.png"]
-    return names
+    per_part = ("result.json", "values.png", "curve.png")
+    return names + [_part_name(n, p) for p in range(2, parts + 1) for n in per_part
+                    if n in names]
 
 
 def _same_file(a: Path | None, b: Path | None) -> bool:
@@ -342,17 +367,20 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     _check_options(opts)
     train: Path = opts["train"]
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
-    known = (*_outputs(True, Path("t.csv")), "cleaned.parquet", CHECKPOINT_NAME)
-    folder = OutputFolder(opts["out"], force=opts["force"], keep=(CHECKPOINT_NAME,),
+    n_parts = 2 if opts["every_row"] and opts["val_path"] is None else 1
+    known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", *CHECKPOINT_NAMES)
+    folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES,
                           known=known)
-    folder.check(inputs, _outputs(do_cleanse, train))
-    checkpoint = folder.real / CHECKPOINT_NAME
+    folder.check(inputs, _outputs(do_cleanse, train, n_parts))
+    checkpoints = [folder.real / name for name in CHECKPOINT_NAMES[:n_parts]]
     if opts["resume"]:
-        if not checkpoint.is_file():
+        if not checkpoints[0].is_file():
             raise ValueError(f"--resume: there is no checkpoint {opts['out'] / CHECKPOINT_NAME} "
                              "to continue; run without --resume first (every run saves one "
                              "in --out).")
-        read_checkpoint(checkpoint)  # not a checkpoint at all: refused before any work
+        for checkpoint in checkpoints:  # not a checkpoint at all: refused before any work
+            if checkpoint.is_file():
+                read_checkpoint(checkpoint)
     params = parse_params(opts["params"])
     target, id_col = opts["target"], opts["id_column"]
     frame, X, y = _read(train, target, id_col, "training file", None)
@@ -362,34 +390,45 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
         if path is not None:
             _, others[f"X_{key}"], others[f"y_{key}"] = _read(
                 path, target, id_col, f"{'validation' if key == 'val' else 'test'}", frame)
-    data = prepare(X, y, others.get("X_val"), others.get("y_val"), others.get("X_test"),
-                   others.get("y_test"), task=opts["task"], val_fraction=opts["val_fraction"],
-                   test_fraction=opts["test_fraction"] if do_cleanse or "test_fraction" in given
-                   else 0.0, impute=opts["impute"],
-                   seed=opts["seed"])
     options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
                             opts["max_iter"], opts["time_budget"])
-    checked = plan(data, opts["model"], params=params, metric=opts["metric"], options=options,
-                   seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"],
-                   given=given, checkpoint=checkpoint, checkpoint_every=opts["checkpoint_every"],
-                   resume=opts["resume"], allow_import=tuple(opts["allow_import"]),
-                   max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
-                   cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"])
-    click.echo(_as_options(checked.estimate.line(opts["time_budget"]), ("neighbor_search",)))
-    for name, why in checked.ignored.items():  # --method auto chose a method without it
-        click.echo(_as_options(f"note: `{name}` is not used by {checked.method} ({why}); "
+    plans = []
+    for part, checkpoint in enumerate(checkpoints, 1):  # every part checked before any work
+        data = prepare(X, y, others.get("X_val"), others.get("y_val"), others.get("X_test"),
+                       others.get("y_test"), task=opts["task"],
+                       val_fraction=opts["val_fraction"],
+                       test_fraction=opts["test_fraction"] if do_cleanse or
+                       "test_fraction" in given else 0.0, impute=opts["impute"],
+                       seed=opts["seed"], swap=part == 2)
+        plans.append(plan(
+            data, opts["model"], params=params, metric=opts["metric"], options=options,
+            seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,
+            checkpoint=checkpoint, checkpoint_every=opts["checkpoint_every"],
+            # a part whose run never saved a state starts afresh
+            resume=opts["resume"] and checkpoint.is_file(),
+            allow_import=tuple(opts["allow_import"]),
+            max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
+            cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"]))
+    for part, checked in enumerate(plans, 1):
+        line = checked.estimate.line(opts["time_budget"])
+        click.echo(_as_options(line if n_parts == 1 else f"part {part}: {line}",
+                               ("neighbor_search",)))
+    # --method auto chose a method without it (each part chooses for its own rows)
+    ignored = {(name, p.method): why for p in plans for name, why in p.ignored.items()}
+    for (name, method), why in ignored.items():
+        click.echo(_as_options(f"note: `{name}` is not used by {method} ({why}); "
                                "it was ignored.", (name,)), err=True)
     about = {"command": f"tdshap {'clean' if do_cleanse else 'value'}",
              "train": str(train), "target": target}
     about.update({k: str(opts[f"{k}_path"]) for k in ("val", "test") if opts[f"{k}_path"]})
     folder.claim()
     try:
-        run_ = execute(checked)
+        runs = tuple(execute(checked) for checked in plans)
         written = folder.publish(
-            lambda tmp: _write_outputs(run_, tmp, train, frame, about), about)
+            lambda tmp: _write_outputs(runs, tmp, train, frame, about), about)
     finally:
         folder.release()
-    click.echo(text_report(run_, n_worst=5))
+    click.echo(parts_report(runs, n_worst=5))
     click.echo(f"wrote {', '.join(written)} to {folder.real}")
 
 

@@ -412,7 +412,8 @@ def find_harmful(
         the same proportion), and cleanses them on its own. Each row's flags and
         ``removed`` come from the part that valued it (``part`` column); values of
         the two parts come from models trained on different rows, so compare them
-        within a part. Twice the work; with ``X_val`` every row is valued anyway.
+        within a part. Twice the work (``time_budget`` holds for each part); with
+        ``X_val`` every row is valued anyway.
 
     Returns
     -------

@@ -312,6 +312,16 @@ def parts_report(parts: Sequence[HarmfulRun], n_worst: int = 10) -> str:
         for i, p in enumerate(parts, 1)])
 
 
+def parts_markdown(parts: Sequence[HarmfulRun], inputs: dict[str, str],
+                   n_worst: int = 20) -> str:
+    """:func:`markdown_report` of one run, or of each part after :func:`parts_line`."""
+    if len(parts) == 1:
+        return markdown_report(parts[0], inputs, n_worst=n_worst)
+    return "\n\n".join([f"# tdshap report\n\n**{parts_line(parts)}.**"] + [
+        markdown_report(p, inputs, n_worst=n_worst, title=f"Part {i} of {len(parts)}")
+        for i, p in enumerate(parts, 1)])
+
+
 def _md_table(header: list[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
@@ -324,13 +334,14 @@ def _source(name: str, setting: Any) -> str:
     return "inferred" if name == "task" else "default"
 
 
-def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20) -> str:
+def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20,
+                    title: str = "tdshap report") -> str:
     """``report.md``: settings and why, scores, worst rows, fits and time, guarantee."""
     d, r = run.data, run.result
     settings = [[name, f"`{_fmt(s.value, 6)}`", _source(name, s), s.why]
                 for name, s in run.settings.items()]
     parts = [
-        "# tdshap report",
+        f"# {title}",
         f"**{headline(run)}.** {certainty_line(run).capitalize()}.",
         "## Inputs\n" + "\n".join(f"- {k}: `{v}`" for k, v in inputs.items()),
         "## Data\n" + "\n".join([
