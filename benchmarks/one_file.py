@@ -81,24 +81,30 @@ def main() -> None:
     args = parser.parse_args()
     keys = ("valued", "auroc", "found", "clean_removed", "before", "after", "seconds")
     print(f"{'dataset':20} {'model':7} {'every_row':9} " + " ".join(f"{k:>13}" for k in keys))
-    totals: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    means: dict[tuple[str, bool], list[dict[str, float]]] = {}
     for name in args.datasets:
+        task = DATASETS[name][1]
         for model in args.models:
             for every_row in (False, True):
                 runs = [one(name, model, seed, every_row) for seed in range(args.seeds)]
                 mean = {k: float(np.mean([r[k] for r in runs])) for k in keys}
-                mean["gain"] = mean["after"] - mean["before"]
-                totals[every_row].append(mean)
+                # accuracy points, or the relative change of the test MAE (negative: better)
+                mean["gain"] = (mean["after"] - mean["before"] if task == "classification"
+                                else mean["after"] / mean["before"] - 1)
+                means.setdefault((task, every_row), []).append(mean)
                 print(f"{name:20} {model:7} {every_row!s:9} "
                       + " ".join(f"{mean[k]:13.4f}" for k in keys), flush=True)
-    print("\nmeans over datasets and models:")
-    for every_row, means in totals.items():
-        agg = {k: float(np.mean([m[k] for m in means])) for k in (*keys, "gain")}
-        lowered = sum(m["gain"] < 0 for m in means)
-        print(f"  every_row={every_row!s:5}: valued {agg['valued']:.2f}, AUROC "
+    print("\nmeans over datasets and models (gain: test accuracy points; regression: the "
+          "test MAE's relative change, negative is better):")
+    for (task, every_row), rows in means.items():
+        agg = {k: float(np.mean([m[k] for m in rows])) for k in (*keys, "gain")}
+        lowered = sum(m["gain"] < 0 if task == "classification" else m["gain"] > 0
+                      for m in rows)
+        gain = f"{agg['gain']:+.4f}" if task == "classification" else f"{agg['gain']:+.1%}"
+        print(f"  {task:14} every_row={every_row!s:5}: valued {agg['valued']:.2f}, AUROC "
               f"{agg['auroc']:.3f}, planted removed {agg['found']:.3f}, clean rows removed "
-              f"{agg['clean_removed']:.1f}, test gain {agg['gain']:+.4f} (lowered "
-              f"{lowered} of {len(means)}), {agg['seconds']:.2f} s")
+              f"{agg['clean_removed']:.1f}, test gain {gain} (lowered {lowered} of "
+              f"{len(rows)}), {agg['seconds']:.2f} s")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ def test_every_row_values_each_row_once_in_the_inputs_order() -> None:
     assert list(rows.index) == list(X.index)  # every row, in the input's order
     assert len(rows.parts) == 2 and rows.run is rows.parts[0]
     part1, part2 = rows.parts
+    # a run of its own says what it left unvalued; the parts do not
+    assert "not valued (every_row=True" in one.run.data.split_note
+    assert not any("not valued" in p.data.split_note for p in rows.parts)
     # part 1 is the usual run: the same rows and values as every_row=False
     np.testing.assert_array_equal(part1.data.train_rows, one.run.data.train_rows)
     pd.testing.assert_frame_equal(rows.table[rows["part"] == 1].drop(columns="part"), one.table)

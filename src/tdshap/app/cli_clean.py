@@ -369,10 +369,11 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     n_parts = 2 if opts["every_row"] and opts["val_path"] is None else 1
     known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", *CHECKPOINT_NAMES)
-    folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES,
+    # a part 2 checkpoint of an earlier --every-row run goes with its outputs
+    folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES[:n_parts],
                           known=known)
     folder.check(inputs, _outputs(do_cleanse, train, n_parts))
-    checkpoints = [folder.real / name for name in CHECKPOINT_NAMES[:n_parts]]
+    checkpoints = [folder.real / name for name in folder.keep]
     if opts["resume"]:
         if not checkpoints[0].is_file():
             raise ValueError(f"--resume: there is no checkpoint {opts['out'] / CHECKPOINT_NAME} "
@@ -399,7 +400,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                        val_fraction=opts["val_fraction"],
                        test_fraction=opts["test_fraction"] if do_cleanse or
                        "test_fraction" in given else 0.0, impute=opts["impute"],
-                       seed=opts["seed"], swap=part == 2)
+                       seed=opts["seed"], part=part if n_parts > 1 else None)
         plans.append(plan(
             data, opts["model"], params=params, metric=opts["metric"], options=options,
             seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,

@@ -170,14 +170,15 @@ def prepare(
     impute: bool = False,
     seed: int = 0,
     model_task: str | None = None,
-    swap: bool = False,
+    part: int | None = None,
 ) -> PreparedData:
     """Check the target, hold rows out if needed, fit the encoder on the training rows.
 
     ``model_task``: the task of the user's model, which decides when ``task`` is None
-    (a regressor on whole-number targets is not a classifier). ``swap``: without
-    validation rows, the rows held out otherwise are the training rows, and the rows
-    trained on otherwise are held out (:func:`~tdshap.app.tabular.swapped_split`).
+    (a regressor on whole-number targets is not a classifier). ``part``: None for a
+    run of its own, else which part of ``every_row`` the data is for; part 2, without
+    validation rows, trains on the rows part 1 holds out and holds out part 1's
+    training rows (:func:`~tdshap.app.tabular.swapped_split`).
     """
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
@@ -206,13 +207,17 @@ def prepare(
             split_note += "; no test rows (the report's after-cleaning score is on validation)"
     else:
         tf = 0.0 if X_test is not None else test_fraction
+        swap = part == 2
         train, val_rows, test_rows, strat = (swapped_split if swap else holdout_split)(
             y_all, (val_fraction, tf), task == "classification", seed)
         split_note = (("the rows part 1 held out; part 1's rows held out: "
                        f"{len(val_rows)} for validation" if swap else
                        f"held out {len(val_rows)} rows for validation")
                       + (f" and {len(test_rows)} for test" if len(test_rows) else "")
-                      + (" (stratified by class)" if strat else " (random)"))
+                      + (" (stratified by class)" if strat else " (random)")
+                      # the one place a user learns that these rows were never examined
+                      + (", not valued (every_row=True, --every-row, values them too)"
+                         if part is None else ""))
     for other, what in ((X_val, "validation"), (X_test, "test")):
         if other is not None:
             check_same_columns(X, other, what)
@@ -431,14 +436,14 @@ def find_harmful(
             frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
     if test_fraction is None:  # test rows only serve the after-cleansing score
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
-    def prepared(swap: bool) -> PreparedData:
+    def prepared(part: int | None) -> PreparedData:
         return prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
                        frames.get("y_test"), task=task, val_fraction=val_fraction,
                        test_fraction=test_fraction, impute=impute, seed=random_state,
-                       model_task=_model_task(estimator), swap=swap)
+                       model_task=_model_task(estimator), part=part)
 
-    swaps = (False, True) if every_row and X_val is None else (False,)
-    datas = [prepared(swap) for swap in swaps]  # both checked before any valuation
+    part_ids = (1, 2) if every_row and X_val is None else (None,)
+    datas = [prepared(part) for part in part_ids]  # both checked before any valuation
     given = {"model"} if estimator is not None else set()
     if metric is not None:
         given.add("metric")
