@@ -34,7 +34,8 @@ TEST_SHARE = 0.25
 NOISE = 0.1
 
 
-def one(name: str, model: str, seed: int, every_row: bool) -> dict[str, float]:
+def one(name: str, model: str, seed: int, every_row: bool,
+        noise: float = NOISE) -> dict[str, float]:
     X, y = DATASETS[name][0]()
     task = DATASETS[name][1]
     rng = np.random.default_rng(seed)
@@ -42,7 +43,7 @@ def one(name: str, model: str, seed: int, every_row: bool) -> dict[str, float]:
     n_test = int(TEST_SHARE * len(y))
     test, file_rows = perm[:n_test], perm[n_test:]
     plant = plant_labels if task == "classification" else plant_targets
-    y_file, planted = plant(y[file_rows], NOISE, rng)
+    y_file, planted = plant(y[file_rows], noise, rng)
     # standardised on the file's rows, as detection.py does on its training rows
     scaler = StandardScaler().fit(X[file_rows])
     X, X_file = scaler.transform(X), scaler.transform(X[file_rows])
@@ -67,6 +68,7 @@ def one(name: str, model: str, seed: int, every_row: bool) -> dict[str, float]:
     return {"valued": len(valued) / len(y_file),
             "auroc": auroc(table["value"].to_numpy(), is_planted[valued]),
             "found": float(is_planted[removed].sum() / max(len(planted), 1)),
+            "removed": len(removed) / len(y_file),
             "clean_removed": float((~is_planted[removed]).sum()),
             "before": score(everything),
             "after": score(np.setdiff1d(everything, removed)),
@@ -78,15 +80,20 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS), default=SETS)
     parser.add_argument("--models", nargs="+", default=["knn", "tree", "logreg"])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--noise", type=float, default=NOISE,
+                        help="share of the file's rows given a wrong label or target "
+                        "(0: nothing planted, do no harm)")
     args = parser.parse_args()
-    keys = ("valued", "auroc", "found", "clean_removed", "before", "after", "seconds")
+    keys = ("valued", "auroc", "found", "removed", "clean_removed", "before", "after",
+            "seconds")
     print(f"{'dataset':20} {'model':7} {'every_row':9} " + " ".join(f"{k:>13}" for k in keys))
     means: dict[tuple[str, bool], list[dict[str, float]]] = {}
     for name in args.datasets:
         task = DATASETS[name][1]
         for model in args.models:
             for every_row in (False, True):
-                runs = [one(name, model, seed, every_row) for seed in range(args.seeds)]
+                runs = [one(name, model, seed, every_row, args.noise)
+                        for seed in range(args.seeds)]
                 mean = {k: float(np.mean([r[k] for r in runs])) for k in keys}
                 # accuracy points, or the relative change of the test MAE (negative: better)
                 mean["gain"] = (mean["after"] - mean["before"] if task == "classification"
@@ -102,7 +109,8 @@ def main() -> None:
                       for m in rows)
         gain = f"{agg['gain']:+.4f}" if task == "classification" else f"{agg['gain']:+.1%}"
         print(f"  {task:14} every_row={every_row!s:5}: valued {agg['valued']:.2f}, AUROC "
-              f"{agg['auroc']:.3f}, planted removed {agg['found']:.3f}, clean rows removed "
+              f"{agg['auroc']:.3f}, removed {agg['removed']:.3f} of the rows, planted "
+              f"removed {agg['found']:.3f}, clean rows removed "
               f"{agg['clean_removed']:.1f}, test gain {gain} (lowered {lowered} of "
               f"{len(rows)}), {agg['seconds']:.2f} s")
 

@@ -98,7 +98,7 @@ def test_every_row_with_validation_rows_is_one_part() -> None:
 
 def test_every_row_must_be_a_switch() -> None:
     X, y, _ = _noisy(60)
-    with pytest.raises(TypeError, match="every_row='yes' must be True or False"):
+    with pytest.raises(ValueError, match="every_row` 'yes' must be True, False or 'auto'"):
         tdshap.find_harmful(X, y, every_row="yes")  # type: ignore[arg-type]
 
 
@@ -155,3 +155,26 @@ def test_cli_every_row_resumes_each_part_from_its_checkpoint(tmp_path: Path) -> 
     res = _cli(*slow, "--max-iter", "6", "--resume", cwd=tmp_path)
     assert res.returncode == 2 and "run-part2.tdshap" in res.stderr
     assert "different data" in res.stderr
+
+
+def test_auto_values_part_one_alone_where_part_two_cannot_be_planned() -> None:
+    # 6 rows held out for validation, no test share: chains of k=10 rows need more
+    X, y, _ = _noisy(24, seed=4)
+    settings = {"method": "tdshap", "k": 10, "max_iter": 1, "cleanse": False}
+    rows = tdshap.find_harmful(X, y, "dtree", every_row="auto", **settings)
+    assert len(rows.parts) == 1 and "part" not in rows.columns and len(rows) == 18
+    assert "too few rows to value them in a second part" in rows.run.data.split_note
+    with pytest.raises(ValueError, match="every_row`: the held-out rows cannot be valued"):
+        tdshap.find_harmful(X, y, "dtree", every_row=True, **settings)
+
+
+def test_cli_every_row_that_cannot_be_planned_is_one_error_line(tmp_path: Path) -> None:
+    X, y, _ = _noisy(24, seed=4)
+    X.assign(label=y).to_csv(tmp_path / "train.csv", index=False)
+    res = _cli("value", "train.csv", "--target", "label", "--every-row", "--out", "out",
+               "--model", "dtree", "--method", "tdshap", "--k", "10", "--no-progress",
+               cwd=tmp_path)
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0].startswith("Error: --every-row: the held-out rows cannot be valued")
+    assert "Traceback" not in res.stderr and not (tmp_path / "out").exists()

@@ -23,18 +23,19 @@ import click
 import numpy as np
 import pandas as pd
 
+from tdshap.app.every_row import parts_frame, plan_parts
 from tdshap.app.harmful import (
     DEFAULT_MAX_ITER,
     DEFAULT_TEST_FRACTION,
     DEFAULT_VAL_FRACTION,
     HarmfulRun,
+    PreparedData,
     TDShapOptions,
-    parts_frame,
     prepare,
 )
 from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_params
 from tdshap.app.outdir import OutputFolder
-from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, execute, plan
+from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, RunPlan, execute, plan
 from tdshap.app.report import parts_markdown, parts_report, plot_values
 from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
@@ -367,7 +368,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     _check_options(opts)
     train: Path = opts["train"]
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
-    n_parts = 2 if opts["every_row"] and opts["val_path"] is None else 1
+    every_row = opts["every_row"]
+    n_parts = 2 if every_row and opts["val_path"] is None else 1
     known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", *CHECKPOINT_NAMES)
     # a part 2 checkpoint of an earlier --every-row run goes with its outputs
     folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES[:n_parts],
@@ -393,15 +395,18 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                 path, target, id_col, f"{'validation' if key == 'val' else 'test'}", frame)
     options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
                             opts["max_iter"], opts["time_budget"])
-    plans = []
-    for part, checkpoint in enumerate(checkpoints, 1):  # every part checked before any work
-        data = prepare(X, y, others.get("X_val"), others.get("y_val"), others.get("X_test"),
+
+    def prepared(swap: bool) -> PreparedData:
+        return prepare(X, y, others.get("X_val"), others.get("y_val"), others.get("X_test"),
                        others.get("y_test"), task=opts["task"],
                        val_fraction=opts["val_fraction"],
                        test_fraction=opts["test_fraction"] if do_cleanse or
                        "test_fraction" in given else 0.0, impute=opts["impute"],
-                       seed=opts["seed"], part=part if n_parts > 1 else None)
-        plans.append(plan(
+                       seed=opts["seed"], swap=swap)
+
+    def planned(data: PreparedData, part: int) -> RunPlan:
+        checkpoint = checkpoints[part - 1]
+        return plan(
             data, opts["model"], params=params, metric=opts["metric"], options=options,
             seed=opts["seed"], do_cleanse=do_cleanse, progress=opts["progress"], given=given,
             checkpoint=checkpoint, checkpoint_every=opts["checkpoint_every"],
@@ -409,10 +414,12 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
             resume=opts["resume"] and checkpoint.is_file(),
             allow_import=tuple(opts["allow_import"]),
             max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
-            cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"]))
+            cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"])
+
+    plans = plan_parts(every_row, opts["val_path"] is not None, prepared, planned)
     for part, checked in enumerate(plans, 1):
         line = checked.estimate.line(opts["time_budget"])
-        click.echo(_as_options(line if n_parts == 1 else f"part {part}: {line}",
+        click.echo(_as_options(line if len(plans) == 1 else f"part {part}: {line}",
                                ("neighbor_search",)))
     # --method auto chose a method without it (each part chooses for its own rows)
     ignored = {(name, p.method): why for p in plans for name, why in p.ignored.items()}

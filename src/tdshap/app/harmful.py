@@ -6,11 +6,12 @@
     rows.report()                           # settings, scores, worst rows, guarantee
 
 Underneath: encode the table (:mod:`tdshap.app.tabular`), hold out validation
-(and test) rows when none are given, value the training rows with
-:class:`~tdshap.TDShap` (``tau="auto"``, ``eps="auto"``), then run the
-cleansing protocol (:func:`~tdshap.cleanse`) to choose how many of the
-lowest-valued rows to remove. ``TDShap`` and ``cleanse`` stay available for
-full control.
+(and test) rows when none are given, value the training rows (the method
+``"auto"`` chooses, :mod:`tdshap.app.valuer`), then run the cleansing protocol
+(:func:`~tdshap.cleanse`) to choose how many of the lowest-valued rows to
+remove; without validation rows, ``every_row=True`` does the same for the
+held-out rows in a second part (:mod:`tdshap.app.every_row`). ``TDShap`` and
+``cleanse`` stay available for full control.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import check_random_state, check_same_index, check_unmasked
-from tdshap.app.plan import run
+from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
+from tdshap.app.plan import RunPlan, execute, plan
 from tdshap.app.report import parts_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
 from tdshap.app.tabular import (
@@ -170,15 +172,14 @@ def prepare(
     impute: bool = False,
     seed: int = 0,
     model_task: str | None = None,
-    part: int | None = None,
+    swap: bool = False,
 ) -> PreparedData:
     """Check the target, hold rows out if needed, fit the encoder on the training rows.
 
     ``model_task``: the task of the user's model, which decides when ``task`` is None
-    (a regressor on whole-number targets is not a classifier). ``part``: None for a
-    run of its own, else which part of ``every_row`` the data is for; part 2, without
-    validation rows, trains on the rows part 1 holds out and holds out part 1's
-    training rows (:func:`~tdshap.app.tabular.swapped_split`).
+    (a regressor on whole-number targets is not a classifier). ``swap``: without
+    validation rows, train on the rows held out otherwise and hold out the rows trained
+    on otherwise (part 2 of ``every_row``: :func:`~tdshap.app.tabular.swapped_split`).
     """
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
@@ -207,17 +208,13 @@ def prepare(
             split_note += "; no test rows (the report's after-cleaning score is on validation)"
     else:
         tf = 0.0 if X_test is not None else test_fraction
-        swap = part == 2
         train, val_rows, test_rows, strat = (swapped_split if swap else holdout_split)(
             y_all, (val_fraction, tf), task == "classification", seed)
         split_note = (("the rows part 1 held out; part 1's rows held out: "
                        f"{len(val_rows)} for validation" if swap else
                        f"held out {len(val_rows)} rows for validation")
                       + (f" and {len(test_rows)} for test" if len(test_rows) else "")
-                      + (" (stratified by class)" if strat else " (random)")
-                      # the one place a user learns that these rows were never examined
-                      + (", not valued (every_row=True, --every-row, values them too)"
-                         if part is None else ""))
+                      + (" (stratified by class)" if strat else " (random)"))
     for other, what in ((X_val, "validation"), (X_test, "test")):
         if other is not None:
             check_same_columns(X, other, what)
@@ -342,7 +339,7 @@ def find_harmful(
     neighbor_search: str = "exact",
     random_state: int = 0,
     progress: bool = False,
-    every_row: bool = False,
+    every_row: bool | str = False,
 ) -> HarmfulRows:
     """Which training rows hurt the model? One row of answers per valued row of ``X``.
 
@@ -361,8 +358,9 @@ def find_harmful(
         Validation (and test) data. Without validation data,
         ``val_fraction`` of the rows are held out for validation and
         ``test_fraction`` (default 0.25 with ``cleanse``, else 0) for an
-        honest before/after score (stratified for classification); only the
-        remaining rows are valued and returned, unless ``every_row``.
+        honest before/after score (stratified for classification); the
+        remaining rows are valued, and with ``every_row`` the held-out ones
+        too, in a second part.
     task:
         ``"classification"`` or ``"regression"``; if None, the task of ``estimator``
         (a scikit-learn classifier or regressor), else inferred from ``y``.
@@ -414,11 +412,15 @@ def find_harmful(
         Without ``X_val``, value every row of ``X`` in two parts (cross-fitting):
         part 1 as above; part 2 swaps the roles, valuing the rows part 1 held out
         with part 1's rows held out instead (shared between validation and test in
-        the same proportion), and cleanses them on its own. Each row's flags and
-        ``removed`` come from the part that valued it (``part`` column); values of
-        the two parts come from models trained on different rows, so compare them
-        within a part. Twice the work (``time_budget`` holds for each part); with
-        ``X_val`` every row is valued anyway.
+        the same proportion), and cleanses them on its own (:mod:`tdshap.app.every_row`).
+        Each row's flags and ``removed`` come from the part that valued it (``part``
+        column); values of the two parts come from models trained on different rows,
+        so compare them within a part. Twice the work (``time_budget`` holds for each
+        part). ``True``: both parts, or an error saying why part 2 cannot be planned;
+        ``"auto"``: both where part 2 can be planned, else part 1 alone (the report's data
+        line says so); ``False`` (default): part 1 alone, as the report's data line says.
+        Off by default: on data with nothing planted it also doubles what the cut removes
+        (docs/benchmarks.md, "One noisy file"). With ``X_val`` every row is valued anyway.
 
     Returns
     -------
@@ -426,7 +428,8 @@ def find_harmful(
         ``.table``: a DataFrame indexed like ``X``'s training rows; ``.run``:
         the run; ``.report()`` prints the summary.
     """
-    _check_flags(impute=impute, cleanse=cleanse, progress=progress, every_row=every_row)
+    _check_flags(impute=impute, cleanse=cleanse, progress=progress)
+    check_every_row(every_row)  # before the data are read
     random_state = _checked_seed(random_state)
     Xf, yf = _as_pair(X, y, "X", "y")
     _check_pairs(X_val, y_val, X_test, y_test)
@@ -436,14 +439,6 @@ def find_harmful(
             frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
     if test_fraction is None:  # test rows only serve the after-cleansing score
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
-    def prepared(part: int | None) -> PreparedData:
-        return prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
-                       frames.get("y_test"), task=task, val_fraction=val_fraction,
-                       test_fraction=test_fraction, impute=impute, seed=random_state,
-                       model_task=_model_task(estimator), part=part)
-
-    part_ids = (1, 2) if every_row and X_val is None else (None,)
-    datas = [prepared(part) for part in part_ids]  # both checked before any valuation
     given = {"model"} if estimator is not None else set()
     if metric is not None:
         given.add("metric")
@@ -456,17 +451,18 @@ def find_harmful(
     if neighbor_search != "exact":
         given.add("neighbor_search")
     options = TDShapOptions(tau, eps, k, n_min, max_iter, time_budget)
-    parts = tuple(run(data, estimator, metric=metric, options=options, seed=random_state,
-                      do_cleanse=cleanse, progress=progress, given=given, method=method,
-                      cut=cut, neighbor_search=neighbor_search) for data in datas)
+
+    def prepared(swap: bool) -> PreparedData:
+        return prepare(Xf, yf, frames.get("X_val"), frames.get("y_val"), frames.get("X_test"),
+                       frames.get("y_test"), task=task, val_fraction=val_fraction,
+                       test_fraction=test_fraction, impute=impute, seed=random_state,
+                       model_task=_model_task(estimator), swap=swap)
+
+    def planned(data: PreparedData, part: int) -> RunPlan:
+        return plan(data, estimator, metric=metric, options=options, seed=random_state,
+                    do_cleanse=cleanse, progress=progress, given=given, method=method,
+                    cut=cut, neighbor_search=neighbor_search)
+
+    plans = plan_parts(every_row, X_val is not None, prepared, planned)
+    parts = tuple(execute(p) for p in plans)
     return HarmfulRows(parts_frame(parts), parts[0], parts)
-
-
-def parts_frame(parts: tuple[HarmfulRun, ...]) -> pd.DataFrame:
-    """One table of every part's rows, in the input's row order; with more than one
-    part, a ``part`` column (1, 2, ...) says which valued each row."""
-    if len(parts) == 1:
-        return parts[0].frame()
-    tables = [p.frame().assign(part=i) for i, p in enumerate(parts, 1)]
-    positions = np.concatenate([p.data.train_rows for p in parts])
-    return pd.concat(tables).iloc[np.argsort(positions, kind="stable")]
