@@ -395,6 +395,25 @@ def test_data_oob_refuses_bags_beyond_memory_and_odd_worker_counts(params, messa
         DataOOB(_tree(), **params).fit(X_OK, Y_OK)
 
 
+@pytest.mark.parametrize("n_jobs", [10**9, np.int64(10**18), 2**63])
+@pytest.mark.parametrize("method", [
+    lambda n_jobs: TMCShapley(_tree(), max_permutations=2, batch_size=4, n_jobs=n_jobs),
+    lambda n_jobs: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1, n_jobs=n_jobs),
+    lambda n_jobs: DataOOB(_tree(), n_estimators=4, n_jobs=n_jobs),
+], ids=["tmc", "tdshap", "data_oob"])
+def test_more_workers_than_joblib_can_start_are_refused_up_front(method, n_jobs):
+    # TMCShapley(n_jobs=10**9) ended in joblib's "Numeric literal 2000000000 is too large,
+    # max is 1000000" (its pre-dispatch 2*n_jobs), 2**63 in "Python int too large to
+    # convert to C int"
+    with pytest.raises(ValueError, match=r"n_jobs=.* is more workers than joblib can start "
+                                         r"\(at most 500,000\): pass -1 for every core"):
+        valuer = method(n_jobs)
+        if isinstance(valuer, DataOOB):
+            valuer.fit(X_OK, Y_OK)
+        else:
+            valuer.fit(X_OK, Y_OK, X_OK, Y_OK)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):
