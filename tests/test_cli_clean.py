@@ -363,6 +363,20 @@ def test_output_folder_without_permission(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, locked / "out", "not writable")
 
 
+@pytest.mark.parametrize("args", [
+    ["clean", "train.csv", "--target", "y", "--out", "", *FAST],
+    ["value", "", "--target", "y", "--out", "out", *FAST],
+    ["demo", "--out", "", "--trials", "1"],
+], ids=["clean-out", "train", "demo-out"])
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+        tmp_path: Path, train: Path, args: list[str]) -> None:
+    # Path("") is Path("."): --out "" wrote the outputs into the working directory
+    before = set(tmp_path.iterdir())
+    res = tdshap(*args, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "'' is an empty path: name a file or folder")
+    assert set(tmp_path.iterdir()) == before
+
+
 def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")

@@ -97,14 +97,28 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class GivenPath(click.Path):
+    """A ``click.Path`` that refuses an empty one: ``Path("")`` is ``Path(".")``, so an
+    empty --out would silently write into the current folder."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail(f"{value!r} is an empty path: name a file or folder ('.' is the "
+                      "current folder)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``clean`` and ``value`` share."""
     opts = [
-        click.argument("train", type=click.Path(path_type=Path)),
+        click.argument("train", type=GivenPath()),
         click.option("--target", required=True, help="Name of the target column."),
-        click.option("--val", "val_path", type=click.Path(path_type=Path),
+        click.option("--val", "val_path", type=GivenPath(),
                      help="Validation file (same columns). Default: hold out --val-fraction."),
-        click.option("--test", "test_path", type=click.Path(path_type=Path),
+        click.option("--test", "test_path", type=GivenPath(),
                      help="Test file for an honest before/after score (optional)."),
         click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True,
                                                              max_open=True),
@@ -195,7 +209,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--impute", is_flag=True,
                      help="Fill missing feature values: median (numbers), most frequent level "
                      "(text), of the training rows."),
-        click.option("--out", type=click.Path(path_type=Path), default=Path("tdshap-out"),
+        click.option("--out", type=GivenPath(), default=Path("tdshap-out"),
                      show_default=True, help="Output folder: a new one, or one holding only "
                      "an earlier run's outputs (listed in its .tdshap-manifest.json)."),
         click.option("--force", is_flag=True,
