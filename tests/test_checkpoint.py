@@ -62,7 +62,7 @@ def test_resuming_with_a_smaller_budget_says_so_not_that_the_file_was_edited(
     with pytest.raises(ValueError, match=r"^checkpoint .*: it has done 5 rounds, more than "
                        r"`max_iter` 3 allows: resume with `max_iter` 5 or more") as caught:
         _fit(d, max_iter=3, resume=path)
-    assert "damaged" not in str(caught.value) and caught.value.params == ("max_iter",)
+    assert "damaged" not in str(caught.value) and caught.value.params == ("max_iter", "resume")
 
 
 def test_checkpoint_holds_the_bandit_and_no_pickle(breast_cancer_small, tmp_path):
@@ -83,7 +83,7 @@ def test_checkpoint_holds_the_bandit_and_no_pickle(breast_cancer_small, tmp_path
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"k": 6}, "different settings.*k: checkpoint 5, now 6"),
+        ({"k": 6}, "resume`: checkpoint .* different settings.*`k`: checkpoint 5, now 6"),
         ({"n_blocks": 2}, "n_blocks"),
         ({"random_state": 6}, "random_state"),
         ({"y": True}, "different data"),

@@ -346,7 +346,8 @@ def test_n_too_small_for_n_min_and_k(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--method", "tdshap", "--n-min", "100",
                  "--k", "10", "--out",
                  "out", cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "N=20", "n_min=100", "k=10", "--n-min")
+    assert_input_error(res, tmp_path / "out", "N=20", "--n-min 100", "--k 10",
+                       "lower --n-min or --k")
 
 
 def test_output_folder_not_writable(tmp_path: Path, train: Path) -> None:
@@ -380,6 +381,20 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(
 def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")
+
+
+def test_a_resume_refusal_names_the_options(tmp_path: Path, train: Path) -> None:
+    # it read "resume='.../run.tdshap' was made with different settings (eps: ...)": the
+    # library's spelling, not the options of the command
+    base = ("clean", train, "--target", "y", "--out", "out", *FAST)
+    assert tdshap(*base, cwd=tmp_path).returncode == 0
+    res = tdshap(*base, "--resume", "--eps", "0.5", "--k", "4", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    line = res.stderr.strip()
+    assert line.startswith("Error: --resume: checkpoint ") and "\n" not in line, line
+    assert "(--eps: checkpoint 'auto', now 0.5; --k: checkpoint 6, now 4)" in line, line
+    assert line.endswith("start a new run without --resume."), line
+    assert "resume=" not in line and "`" not in line
 
 
 @pytest.mark.slow

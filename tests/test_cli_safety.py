@@ -702,7 +702,8 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
     (["--metric", "roc_auc"], ("--metric 'roc_auc' cannot score", "multi_class")),
     (["--metric", "nonsense"], ("--metric 'nonsense' is not a known metric",
                                 "get_scorer_names")),
-    (["--method", "tdshap", "--n-min", "0"], ("n_min=0 rows", "--n-min to at least 5")),
+    (["--method", "tdshap", "--n-min", "0"], ("than the 0 rows (--n-min)",
+                                              "--n-min to at least 5")),
     # the bandit's first pass (a closed form has none: auto's k-NN Shapley is one step)
     (["--time-budget", "0.001", "--method", "tdoob"], ("first pass", "--time-budget")),
 ])

@@ -107,7 +107,7 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
                 "params")
         if n_min is not None and value > n_min:
             raise ParameterError(
-                f"n_neighbors={value} is larger than the n_min={n_min} rows of the smallest "
+                f"n_neighbors={value} is larger than the {n_min} rows (`n_min`) of the smallest "
                 f"prefix TDShap fits on: those fits would fail. Raise `n_min` to at least "
                 f"{value}, or lower the model's n_neighbors (`params`).", "n_min", "params")
 
@@ -558,9 +558,9 @@ def plan(
             check_block_size(n, k_used, n_min_used)
         except ValueError:
             raise ParameterError(
-                f"the training part has N={n} rows, too few for n_min={n_min_used} and "
-                f"k={k_used} (needs N >= n_min + k = {n_min_used + k_used}): lower `n_min` or "
-                "`k`, or use more rows.", "n_min", "k"
+                f"the training part has N={n} rows, too few for `n_min` {n_min_used} and "
+                f"`k` {k_used} (needs N >= `n_min` + `k` = {n_min_used + k_used}): lower "
+                "`n_min` or `k`, or use more rows.", "n_min", "k"
             ) from None
         tdshap._check_params(n)
         _check_neighbours(estimator, n, n_min_used)

@@ -41,15 +41,16 @@ _META = "__meta__"
 _ZIP_MAGIC = b"PK\x03\x04"  # an .npz file is a zip archive
 
 
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run."""
+class CheckpointError(ParameterError):
+    """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run.
 
-
-class CheckpointBudgetError(CheckpointError, ParameterError):
-    """A sound checkpoint that has done more than the resuming run's budget allows.
-
-    ``params`` names the budget parameter, so an application can show its own name for it.
+    ``params`` names the parameters its message refers to (``resume``, the settings that
+    differ), so an application can show its own names for them.
     """
+
+
+class CheckpointBudgetError(CheckpointError):
+    """A sound checkpoint that has done more than the resuming run's budget allows."""
 
 
 def data_fingerprint(*arrays: np.ndarray) -> str:
@@ -220,27 +221,25 @@ def check_resumable(
     meta: dict[str, Any], algorithm: str, data: str, settings: dict[str, Any], path: Any
 ) -> None:
     """Raise :class:`CheckpointError` unless this algorithm, data and settings made it."""
+    which = f"`resume`: checkpoint {str(path)!r}"
     if meta.get("algorithm") != algorithm:
         raise CheckpointError(
-            f"resume={str(path)!r} was written by {meta.get('algorithm')!r}, not {algorithm!r}."
-        )
+            f"{which} was written by {meta.get('algorithm')!r}, not {algorithm!r}.", "resume")
     if meta.get("data") != data:
         raise CheckpointError(
-            f"resume={str(path)!r} was made with different data (X, y, X_val or y_val "
-            "differ): resume with the same data, or start a new run without resume."
-        )
+            f"{which} was made with different data (X, y, X_val or y_val differ): resume "
+            "with the same data, or start a new run without `resume`.", "resume")
     saved = meta.get("settings")
     if not isinstance(saved, dict):
-        raise CheckpointError(f"resume={str(path)!r} has no settings record: it is damaged.")
+        raise CheckpointError(f"{which} has no settings record: it is damaged.", "resume")
     wanted = jsonable(settings)
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:
-        detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
+        detail = "; ".join(f"`{k}`: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
                            for k in differ)
         raise CheckpointError(
-            f"resume={str(path)!r} was made with different settings ({detail}). Use the "
-            "checkpoint's settings, or start a new run without resume."
-        )
+            f"{which} was made with different settings ({detail}). Use the checkpoint's "
+            "settings, or start a new run without `resume`.", "resume", *differ)
 
 
 # -- the utility's part of a run's state ---------------------------------------

@@ -223,8 +223,8 @@ class ResumableRun:
             # a smaller budget than the saved run's is the user's choice, not damage
             raise CheckpointBudgetError(
                 f"it has done {rounds} rounds, more than `max_iter` {max_iter} allows: resume "
-                f"with `max_iter` {rounds} or more, or start a new run without resume",
-                "max_iter")
+                f"with `max_iter` {rounds} or more, or start a new run without `resume`",
+                "max_iter", "resume")
         number(meta, "tau")
         number(meta, "eps", 0.0)
         whole(meta, "run_seed", 0, 2**64 - 1)
