@@ -397,6 +397,20 @@ def test_a_resume_refusal_names_the_options(tmp_path: Path, train: Path) -> None
     assert "resume=" not in line and "`" not in line
 
 
+@pytest.mark.parametrize("change", [["--eps", "0.5"], ["--max-iter", "0"], ["--seed", "3"]])
+def test_a_checkpoint_that_cannot_be_resumed_is_refused_before_the_plan_is_shown(
+        tmp_path: Path, train: Path, change: list[str]) -> None:
+    # the cost estimate was printed (and fits timed) first, then the run refused the file
+    base = ("value", train, "--target", "y", "--out", "out", *FAST)
+    assert tdshap(*base, cwd=tmp_path).returncode == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    res = tdshap(*base, "--resume", *change, cwd=tmp_path)
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith("Error: "), res.stderr
+    assert "run.tdshap" in res.stderr and "without --resume" in res.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+
+
 @pytest.mark.slow
 def test_resume_extends_a_finished_run(tmp_path: Path, train: Path) -> None:
     base = ("value", train, "--target", "y", "--method", "tdshap", "--k", "5", "--n-min", "5",

@@ -566,6 +566,8 @@ def plan(
         _check_neighbours(estimator, n, n_min_used)
         utility = make_utility(estimator, valuer.metric, data.X_train, data.y_train,
                                data.X_val, data.y_val, run_seed=seed)
+        if resume:  # a checkpoint it cannot continue is refused before the plan is shown
+            tdshap.check_resume(utility)
         estimate = _estimate(utility, tdshap, data, do_cleanse, seed)
     init_seconds = estimate.init_evaluations * estimate.seconds_per_evaluation
     if (o.time_budget is not None and not estimate.evaluations
