@@ -38,7 +38,7 @@ from tdshap.app.report import markdown_report, plot_values, text_report
 from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
-from tdshap.methods.checkpoint.files import read_checkpoint
+from tdshap.methods.checkpoint.files import is_checkpoint_file, read_checkpoint
 from tdshap.utility.fast.approximate_search import SEARCHES
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
@@ -358,7 +358,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     known = (*_outputs(True, Path("t.csv")), "cleaned.parquet", CHECKPOINT_NAME)
     folder = OutputFolder(opts["out"], force=opts["force"], keep=(CHECKPOINT_NAME,),
-                          known=known)
+                          known=known, kept_is_ours=is_checkpoint_file)
     folder.check(inputs, _outputs(do_cleanse, train))
     checkpoint = folder.real / CHECKPOINT_NAME
     if opts["resume"]:

@@ -122,6 +122,12 @@ def _path_problem(path: Path) -> tuple[str, str] | None:
     return what, fate
 
 
+def is_checkpoint_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a checkpoint file itself (not a link, not a user's file)."""
+    path = Path(path)
+    return path.is_file() and _path_problem(path) is None
+
+
 def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
     """Refuse ``path`` as a run's checkpoint unless it is new or an earlier checkpoint.
 
