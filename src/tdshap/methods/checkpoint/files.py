@@ -22,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
+import reprlib
 import time
 import warnings
 from dataclasses import dataclass
@@ -173,12 +175,80 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
     return meta, arrays
 
 
+#: The largest count a checkpoint may hold: pull counts are saved as 64-bit integers.
+MAX_COUNT = 2**63 - 1
+
+
+def whole(meta: dict[str, Any], name: str, low: int = 0, high: float = MAX_COUNT) -> int:
+    """``meta[name]`` if it is a whole number in ``[low, high]``, else an error."""
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        bound = "2**63 - 1 (a 64-bit count)" if high == MAX_COUNT else f"{high}"
+        raise CheckpointError(f"field {name!r} is {reprlib.repr(value)}; it must be a whole "
+                              f"number from {low} to {bound}")
+    return value
+
+
+def number(meta: dict[str, Any], name: str, low: float = -math.inf) -> float:
+    """``meta[name]`` if it is a finite number ``>= low``, else a :class:`CheckpointError`."""
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or value < low:
+        raise CheckpointError(f"field {name!r} is {reprlib.repr(value)}; it must be a finite "
+                              f"number >= {low}")
+    return float(value)
+
+
+def check_counters(counters: Any) -> None:
+    """Refuse a saved ``counters`` record that is not the utility's (numbers, first error)."""
+    if not isinstance(counters, dict):
+        raise CheckpointError(f"field 'counters' is {reprlib.repr(counters)}, not a record")
+    for name in counters:
+        if name == "fit_seconds":
+            number(counters, name, 0.0)
+        elif name == "first_error":
+            if not isinstance(counters[name], str | None):
+                raise CheckpointError(f"counter 'first_error' is {reprlib.repr(counters[name])}"
+                                      ", not a message")
+        else:
+            whole(counters, name)
+
+
+#: What :func:`checkpoint_info` shows, and the check of each (a field a method does not
+#: save is None).
+_INFO: dict[str, Any] = {
+    "algorithm": None, "finished": None, "rounds": whole, "elapsed": number,
+    "init_done": whole, "n_init_blocks": whole, "settings": None, "counters": None,
+    "saved_at": number,
+}
+
+
 def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a checkpoint holds, without its arrays: algorithm, rounds, elapsed, settings."""
+    """What a checkpoint holds, without its arrays: algorithm, rounds, elapsed, settings.
+
+    Every field is checked to be of its kind, so that what an application shows or
+    computes from it is never an edited file's string, list or huge number.
+    """
     meta, _ = read_checkpoint(path)
-    keys = ("algorithm", "finished", "rounds", "elapsed", "init_done", "n_init_blocks",
-            "settings", "counters", "saved_at")
-    return {k: meta.get(k) for k in keys}
+    try:
+        if not isinstance(meta.get("algorithm"), str):
+            raise CheckpointError(f"field 'algorithm' is {reprlib.repr(meta.get('algorithm'))}"
+                                  ", not a method's name")
+        if not isinstance(meta.get("finished"), bool | None):
+            raise CheckpointError(f"field 'finished' is {reprlib.repr(meta.get('finished'))}, "
+                                  "not true/false")
+        if not isinstance(meta.get("settings"), dict | None):
+            raise CheckpointError(f"field 'settings' is {reprlib.repr(meta.get('settings'))}, "
+                                  "not a record")
+        if meta.get("counters") is not None:
+            check_counters(meta["counters"])
+        for name, check in _INFO.items():
+            if check is not None and meta.get(name) is not None:
+                check(meta, name, 0)
+    except CheckpointError as err:
+        raise CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}.") \
+            from None
+    return {k: meta.get(k) for k in _INFO}
 
 
 @dataclass(frozen=True)
