@@ -593,6 +593,17 @@ class Flaky(DecisionTreeClassifier):
         return super().fit(X, y, *args, **kwargs)
 
 
+class NaNSometimes(DecisionTreeClassifier):
+    '''Predicts NaN after a fit on one subset size in seven.'''
+
+    def fit(self, X, y, *args, **kwargs):
+        self.nan_ = len(X) % 7 == 3
+        return super().fit(X, y, *args, **kwargs)
+
+    def predict(self, X):
+        return np.full(len(X), np.nan) if self.nan_ else super().predict(X)
+
+
 class NotSklearn:
     def fit(self, X, y):
         return self
@@ -629,6 +640,16 @@ def test_too_many_failed_fits_stop_the_run(work: Path, flaky: dict[str, str]) ->
     refused(res, "failed on", "during valuation", "--max-failed-fraction",
             "RuntimeError: flaky on")
     assert {k: v for k, v in snapshot(work).items() if not k.startswith("out")} == before
+    assert not (work / "out" / "values.csv").exists()
+
+
+def test_nan_predictions_are_failed_fits(work: Path, flaky: dict[str, str]) -> None:
+    # scored as they were, NaN predictions matched no label: accuracy 0, counted as nothing
+    res = tdshap("value", "wine.csv", "--target", "target", "--allow-import", "flaky_models",
+                 "--model", "flaky_models:NaNSometimes", "--max-failed-fraction", "0.01",
+                 "--out", "out", *FAST, cwd=work, env=flaky)
+    refused(res, "failed on", "during valuation", "--max-failed-fraction",
+            "predict returned NaN or infinite values")
     assert not (work / "out" / "values.csv").exists()
 
 

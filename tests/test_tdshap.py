@@ -414,6 +414,31 @@ def test_more_workers_than_joblib_can_start_are_refused_up_front(method, n_jobs)
             valuer.fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
+class _NaNModel(DecisionTreeClassifier):
+    """Predicts NaN (probabilities too), as a broken custom model may."""
+
+    def predict(self, X):
+        return np.full(len(X), np.nan)
+
+    def predict_proba(self, X):
+        return np.full((len(X), len(self.classes_)), np.nan)
+
+
+@pytest.mark.parametrize("method", [
+    lambda: TDShap(_NaNModel(), "accuracy", n_min=10, k=5, max_iter=1, random_state=0),
+    lambda: TDShap(_NaNModel(), "true_class_proba", n_min=10, k=5, max_iter=1,
+                   random_state=0),
+    lambda: TMCShapley(_NaNModel(), "accuracy", max_permutations=1, random_state=0),
+    lambda: ThresholdingOOB(_NaNModel(), k=5, max_iter=1, random_state=0),
+], ids=["tdshap", "proba", "tmc", "tdoob"])
+def test_nan_predictions_are_failed_fits_not_zero_values(breast_cancer_small, method):
+    # accuracy on NaN predictions was 0 for every subset: every value 0, with no word of it
+    d = breast_cancer_small
+    with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*the fitted "
+                                         r"model's predict(_proba)? returned NaN or infinite"):
+        method().fit(d.X_train, d.y_train, d.X_val, d.y_val)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):
