@@ -378,6 +378,30 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(
     assert set(tmp_path.iterdir()) == before
 
 
+@pytest.mark.parametrize(("max_iter", "words"), [
+    ("100000000000000000000000", ("--max-iter", "100000000000000000000000 is not in the "
+                                  "range 0<=x<=9223372036854775807",)),
+    ("1000000000000000000", ("the run would take about", "years", "lower --max-iter, or "
+                             "give --time-budget")),
+])
+def test_a_run_that_would_never_end_is_refused_up_front(tmp_path: Path, train: Path,
+                                                       max_iter: str,
+                                                       words: tuple[str, ...]) -> None:
+    # --max-iter 10**23 was accepted, printed an estimate of 1912609570354106880.0 h and ran
+    res = tdshap("value", train, "--target", "y", "--method", "tdshap", "--max-iter", max_iter,
+                 "--no-progress", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+    assert res.stdout == ""
+
+
+def test_a_time_budget_lets_a_long_max_iter_run(tmp_path: Path, train: Path) -> None:
+    res = tdshap("value", train, "--target", "y", "--method", "tdshap", "--max-iter",
+                 "1000000000000000000", "--time-budget", "1", "--no-progress", "--out", "out",
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "years, stopped by the time budget of 1 s" in res.stdout
+
+
 def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")

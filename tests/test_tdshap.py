@@ -439,6 +439,19 @@ def test_nan_predictions_are_failed_fits_not_zero_values(breast_cancer_small, me
         method().fit(d.X_train, d.y_train, d.X_val, d.y_val)
 
 
+@pytest.mark.parametrize("method", [
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=10**23, time_budget=1),
+    lambda: TMCShapley(_tree(), "accuracy", max_permutations=2**63, time_budget=1),
+    lambda: ThresholdingOOB(_tree(), max_iter=10**23, time_budget=1),
+], ids=["tdshap", "tmc", "tdoob"])
+def test_more_rounds_than_a_64_bit_count_are_refused(method):
+    # max_iter=10**23 was taken and ran for ever (here: until the time budget)
+    with pytest.raises(ValueError, match=r"(max_iter|max_permutations)=\d+ must be a whole "
+                                         r"number from \d+ to 9223372036854775807\. Or None "
+                                         r"for no limit on rounds \(with time_budget"):
+        method().fit(X_OK, Y_OK, X_OK, Y_OK)
+
+
 def test_cleanse_refuses_a_non_estimator():
     values = np.linspace(-1, 1, 20)
     with pytest.raises(ValueError, match="_NotAnEstimator is not a scikit-learn estimator"):

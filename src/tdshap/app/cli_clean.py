@@ -39,6 +39,7 @@ from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_l
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import is_checkpoint_file, read_checkpoint
+from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.utility.fast.approximate_search import SEARCHES
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed"]
@@ -179,7 +180,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--n-min", type=AutoOr(integer=True, low=0), default="auto",
                      show_default=True,
                      help="Smallest prefix; auto: min(100, N // 3)."),
-        click.option("--max-iter", type=click.IntRange(min=0), default=DEFAULT_MAX_ITER,
+        click.option("--max-iter", type=click.IntRange(0, MAX_ROUNDS), default=DEFAULT_MAX_ITER,
                      show_default=True, help="Rounds after every row was pulled once."),
         click.option("--time-budget", type=FiniteFloatRange(min=0, min_open=True),
                      help="Stop valuing after this many seconds (refused up front when the "

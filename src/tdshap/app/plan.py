@@ -199,6 +199,13 @@ class CostEstimate:
         return line
 
 
+#: Seconds in a (Julian) year.
+YEAR_S = 365.25 * 24 * 3600
+#: A run estimated longer than this with no time budget is refused: it is a slip
+#: (--max-iter 1e23 ran for ever), not a plan; a time budget of any length lifts it.
+UNBUDGETED_RUN_S = YEAR_S
+
+
 def _duration(seconds: float) -> str:
     if seconds < 1:
         return "under 1 s"
@@ -206,7 +213,11 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    if seconds < 2 * YEAR_S:
+        return f"{seconds / 86400:.0f} days"
+    return f"{seconds / YEAR_S:.3g} years"
 
 
 @dataclass
@@ -577,6 +588,13 @@ def plan(
             f"about {estimate.setup_seconds:.2g} s, more than `time_budget` of "
             f"{o.time_budget:g} s: raise the budget, or choose `method` 'tdoob' (a bandit "
             "that stops at the budget).", "time_budget", "method")
+    if o.time_budget is None and estimate.evaluations and estimate.seconds > UNBUDGETED_RUN_S:
+        raise ParameterError(
+            f"the run would take about {_duration(estimate.seconds)} "
+            f"({estimate.evaluations:,} evaluations x "
+            f"{estimate.seconds_per_evaluation * 1e3:.3g} ms): lower `max_iter`, or give "
+            "`time_budget` in seconds to stop it when the time is up (a run estimated "
+            "beyond a year needs one).", "max_iter", "time_budget")
     if o.time_budget is not None and init_seconds > o.time_budget and not resume:
         raise ParameterError(
             f"the first pass over the N={n} rows ({estimate.init_evaluations:,} evaluations, "
