@@ -122,6 +122,7 @@ class _NeverFits(DecisionTreeClassifier):
     lambda: TMCShapley(_NeverFits(), "accuracy", max_permutations=1, random_state=0),
     lambda: ThresholdingOOB(_NeverFits(), k=5, max_iter=1, random_state=0),
     lambda: LeaveOneOut(_NeverFits(), "accuracy"),
+    lambda: DataOOB(_NeverFits(), n_estimators=10, random_state=0),
 ])
 def test_a_model_that_never_fits_is_refused_not_valued_by_the_fallback(
         breast_cancer_small, method):
@@ -430,7 +431,8 @@ class _NaNModel(DecisionTreeClassifier):
                    random_state=0),
     lambda: TMCShapley(_NaNModel(), "accuracy", max_permutations=1, random_state=0),
     lambda: ThresholdingOOB(_NaNModel(), k=5, max_iter=1, random_state=0),
-], ids=["tdshap", "proba", "tmc", "tdoob"])
+    lambda: DataOOB(_NaNModel(), n_estimators=10, random_state=0),
+], ids=["tdshap", "proba", "tmc", "tdoob", "data_oob"])
 def test_nan_predictions_are_failed_fits_not_zero_values(breast_cancer_small, method):
     # accuracy on NaN predictions was 0 for every subset: every value 0, with no word of it
     d = breast_cancer_small
