@@ -62,7 +62,7 @@ def test_resuming_with_a_smaller_budget_says_so_not_that_the_file_was_edited(
     with pytest.raises(ValueError, match=r"^checkpoint .*: it has done 5 rounds, more than "
                        r"`max_iter` 3 allows: resume with `max_iter` 5 or more") as caught:
         _fit(d, max_iter=3, resume=path)
-    assert "damaged" not in str(caught.value) and caught.value.params == ("max_iter",)
+    assert "damaged" not in str(caught.value) and caught.value.params == ("max_iter", "resume")
 
 
 def test_checkpoint_holds_the_bandit_and_no_pickle(breast_cancer_small, tmp_path):
@@ -83,7 +83,7 @@ def test_checkpoint_holds_the_bandit_and_no_pickle(breast_cancer_small, tmp_path
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"k": 6}, "different settings.*k: checkpoint 5, now 6"),
+        ({"k": 6}, "resume`: checkpoint .* different settings.*`k`: checkpoint 5, now 6"),
         ({"n_blocks": 2}, "n_blocks"),
         ({"random_state": 6}, "random_state"),
         ({"y": True}, "different data"),
@@ -355,3 +355,42 @@ def test_a_fresh_run_overwrites_an_earlier_checkpoint_but_not_through_a_link(
     with pytest.raises(ValueError, match="symbolic link that is not a tdshap checkpoint"):
         _fit(d, max_iter=5, checkpoint=link, resume=True)
     assert link.is_symlink() and path.read_bytes() == saved
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("rounds", "lots", "field 'rounds' is 'lots'; it must be a whole number from 0"),
+    ("rounds", -3, "field 'rounds' is -3"),
+    ("rounds", 10**40, "it must be a whole number from 0 to 2**63 - 1"),
+    ("elapsed", [1, 2], "field 'elapsed' is [1, 2]; it must be a finite number"),
+    ("elapsed", float("nan"), "field 'elapsed' is nan"),
+    ("saved_at", True, "field 'saved_at' is True"),
+    ("finished", "yes", "field 'finished' is 'yes', not true/false"),
+    ("algorithm", {"__class__": "os.system"}, "field 'algorithm' is {'__class__': "),
+    ("settings", "x" * 10**6, "field 'settings' is 'xxxxxxxxxxxx...xxxxxxxxxxxxx', not"),
+    ("counters", {"n_fits": -1}, "field 'n_fits' is -1"),
+    ("counters", {"first_error": 7}, "counter 'first_error' is 7, not a message"),
+    ("counters", [1], "field 'counters' is [1], not a record"),
+])
+def test_checkpoint_info_refuses_odd_fields(tmp_path, field, value, words):
+    # it returned whatever the file held: a string for rounds, a list for elapsed, a
+    # megabyte of text, for the application to show or compute with
+    import json
+
+    from tdshap.methods.checkpoint.files import FORMAT, FORMAT_VERSION, CheckpointError
+
+    def crafted(meta: dict) -> None:  # json's own text: NaN and huge numbers as written
+        text = json.dumps({"format": FORMAT, "version": FORMAT_VERSION, **meta})
+        with open(path, "wb") as fh:
+            np.savez(fh, __meta__=np.frombuffer(text.encode(), dtype=np.uint8))
+
+    path = tmp_path / "run.tdshap"
+    meta = {"algorithm": "tdshap", "finished": False, "rounds": 2, "elapsed": 1.5,
+            "settings": {"k": 5}, "counters": {"n_fits": 3}, "saved_at": 1.0}
+    crafted({"algorithm": "tdshap", "rounds": 2})
+    assert checkpoint_info(path)["rounds"] == 2  # a sound file (other fields left out)
+    crafted({**meta, field: value})
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint_info(path)
+    message = str(caught.value)
+    assert message.startswith(f"checkpoint {str(path)!r} is damaged or was edited: ")
+    assert words in message and len(message) < 300, message

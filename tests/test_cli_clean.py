@@ -346,7 +346,8 @@ def test_n_too_small_for_n_min_and_k(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--method", "tdshap", "--n-min", "100",
                  "--k", "10", "--out",
                  "out", cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "N=20", "n_min=100", "k=10", "--n-min")
+    assert_input_error(res, tmp_path / "out", "N=20", "--n-min 100", "--k 10",
+                       "lower --n-min or --k")
 
 
 def test_output_folder_not_writable(tmp_path: Path, train: Path) -> None:
@@ -363,9 +364,75 @@ def test_output_folder_without_permission(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, locked / "out", "not writable")
 
 
+@pytest.mark.parametrize("args", [
+    ["clean", "train.csv", "--target", "y", "--out", "", *FAST],
+    ["value", "", "--target", "y", "--out", "out", *FAST],
+    ["demo", "--out", "", "--trials", "1"],
+], ids=["clean-out", "train", "demo-out"])
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+        tmp_path: Path, train: Path, args: list[str]) -> None:
+    # Path("") is Path("."): --out "" wrote the outputs into the working directory
+    before = set(tmp_path.iterdir())
+    res = tdshap(*args, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "'' is an empty path: name a file or folder")
+    assert set(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(("max_iter", "words"), [
+    ("100000000000000000000000", ("--max-iter", "100000000000000000000000 is not in the "
+                                  "range 0<=x<=9223372036854775807",)),
+    ("1000000000000000000", ("the run would take about", "years", "lower --max-iter, or "
+                             "give --time-budget")),
+])
+def test_a_run_that_would_never_end_is_refused_up_front(tmp_path: Path, train: Path,
+                                                       max_iter: str,
+                                                       words: tuple[str, ...]) -> None:
+    # --max-iter 10**23 was accepted, printed an estimate of 1912609570354106880.0 h and ran
+    res = tdshap("value", train, "--target", "y", "--method", "tdshap", "--max-iter", max_iter,
+                 "--no-progress", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", *words)
+    assert res.stdout == ""
+
+
+def test_a_time_budget_lets_a_long_max_iter_run(tmp_path: Path, train: Path) -> None:
+    res = tdshap("value", train, "--target", "y", "--method", "tdshap", "--max-iter",
+                 "1000000000000000000", "--time-budget", "1", "--no-progress", "--out", "out",
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "years, stopped by the time budget of 1 s" in res.stdout
+
+
 def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")
+
+
+def test_a_resume_refusal_names_the_options(tmp_path: Path, train: Path) -> None:
+    # it read "resume='.../run.tdshap' was made with different settings (eps: ...)": the
+    # library's spelling, not the options of the command
+    base = ("clean", train, "--target", "y", "--out", "out", *FAST)
+    assert tdshap(*base, cwd=tmp_path).returncode == 0
+    res = tdshap(*base, "--resume", "--eps", "0.5", "--k", "4", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    line = res.stderr.strip()
+    assert line.startswith("Error: --resume: checkpoint ") and "\n" not in line, line
+    assert "(--eps: checkpoint 'auto', now 0.5; --k: checkpoint 6, now 4)" in line, line
+    assert line.endswith("start a new run without --resume."), line
+    assert "resume=" not in line and "`" not in line
+
+
+@pytest.mark.parametrize("change", [["--eps", "0.5"], ["--max-iter", "0"], ["--seed", "3"]])
+def test_a_checkpoint_that_cannot_be_resumed_is_refused_before_the_plan_is_shown(
+        tmp_path: Path, train: Path, change: list[str]) -> None:
+    # the cost estimate was printed (and fits timed) first, then the run refused the file
+    base = ("value", train, "--target", "y", "--out", "out", *FAST)
+    assert tdshap(*base, cwd=tmp_path).returncode == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    res = tdshap(*base, "--resume", *change, cwd=tmp_path)
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith("Error: "), res.stderr
+    assert "run.tdshap" in res.stderr and "without --resume" in res.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
 
 
 @pytest.mark.slow

@@ -415,6 +415,45 @@ def test_a_file_put_into_out_during_the_run_is_kept(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def test_a_users_file_at_the_checkpoint_path_is_not_listed_as_ours(tmp_path: Path) -> None:
+    """The run stops checkpointing when a file not its own appears at run.tdshap; the
+    manifest still listed it as the run's, so a later run could replace or remove it."""
+    from tdshap.app.outdir import MANIFEST, OutputError, OutputFolder, read_manifest
+    from tdshap.methods.checkpoint.files import is_checkpoint_file, write_checkpoint
+
+    def write(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("new")
+        return ["values.csv"]
+
+    def run(users: bool) -> None:
+        folder = OutputFolder(out, keep=("run.tdshap",),
+                              known=("values.csv", "run.tdshap"), kept_is_ours=is_checkpoint_file)
+        folder.check([], ["values.csv"])
+        folder.claim()
+        (out / "run.tdshap").unlink(missing_ok=True)
+        if users:
+            (out / "run.tdshap").write_text("my notes")
+        else:  # the run's own checkpoint is listed and kept
+            write_checkpoint(out / "run.tdshap", {"algorithm": "test"}, {})
+        folder.publish(write, {})
+        folder.release()
+        listed = read_manifest(out)
+        assert listed is not None and ("run.tdshap" in listed) is not users, listed
+        assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "run.tdshap", "values.csv"]
+
+    out = tmp_path / "out"
+    run(users=True)  # a folder the run creates
+    assert (out / "run.tdshap").read_text() == "my notes"
+    with pytest.raises(OutputError, match=r"not outputs of an earlier run: run\.tdshap"):
+        OutputFolder(out, keep=("run.tdshap",), known=("values.csv", "run.tdshap")).check(
+            [], ["values.csv"])  # it is the user's now: a next run does not take it
+    (out / "run.tdshap").unlink()
+    run(users=False)
+    assert is_checkpoint_file(out / "run.tdshap")
+    run(users=True)  # an earlier run's folder, its checkpoint replaced
+    assert (out / "run.tdshap").read_text() == "my notes"
+
+
 def test_full_disk_while_checkpointing_is_one_line(work: Path, full_disk: Path) -> None:
     before = snapshot(work)
     res = tdshap("run.tdshap", "value", "wine.csv", "--target", "target", "--out", "out",
@@ -554,6 +593,17 @@ class Flaky(DecisionTreeClassifier):
         return super().fit(X, y, *args, **kwargs)
 
 
+class NaNSometimes(DecisionTreeClassifier):
+    '''Predicts NaN after a fit on one subset size in seven.'''
+
+    def fit(self, X, y, *args, **kwargs):
+        self.nan_ = len(X) % 7 == 3
+        return super().fit(X, y, *args, **kwargs)
+
+    def predict(self, X):
+        return np.full(len(X), np.nan) if self.nan_ else super().predict(X)
+
+
 class NotSklearn:
     def fit(self, X, y):
         return self
@@ -590,6 +640,16 @@ def test_too_many_failed_fits_stop_the_run(work: Path, flaky: dict[str, str]) ->
     refused(res, "failed on", "during valuation", "--max-failed-fraction",
             "RuntimeError: flaky on")
     assert {k: v for k, v in snapshot(work).items() if not k.startswith("out")} == before
+    assert not (work / "out" / "values.csv").exists()
+
+
+def test_nan_predictions_are_failed_fits(work: Path, flaky: dict[str, str]) -> None:
+    # scored as they were, NaN predictions matched no label: accuracy 0, counted as nothing
+    res = tdshap("value", "wine.csv", "--target", "target", "--allow-import", "flaky_models",
+                 "--model", "flaky_models:NaNSometimes", "--max-failed-fraction", "0.01",
+                 "--out", "out", *FAST, cwd=work, env=flaky)
+    refused(res, "failed on", "during valuation", "--max-failed-fraction",
+            "predict returned NaN or infinite values")
     assert not (work / "out" / "values.csv").exists()
 
 
@@ -702,7 +762,8 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
     (["--metric", "roc_auc"], ("--metric 'roc_auc' cannot score", "multi_class")),
     (["--metric", "nonsense"], ("--metric 'nonsense' is not a known metric",
                                 "get_scorer_names")),
-    (["--method", "tdshap", "--n-min", "0"], ("n_min=0 rows", "--n-min to at least 5")),
+    (["--method", "tdshap", "--n-min", "0"], ("than the 0 rows (--n-min)",
+                                              "--n-min to at least 5")),
     # the bandit's first pass (a closed form has none: auto's k-NN Shapley is one step)
     (["--time-budget", "0.001", "--method", "tdoob"], ("first pass", "--time-budget")),
 ])

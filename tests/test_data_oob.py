@@ -104,12 +104,15 @@ def test_single_class_bags_and_failures_fall_back():
     assert m.result_.n_fits + m.result_.extra["fallback_bags"] == 30
     with pytest.raises(RuntimeError, match="cannot fit"):
         DataOOB(Broken(), n_estimators=3, on_error="raise", random_state=0).fit(*blobs())
+    # every fit failing left the fallback's constant as the values (n_fits 0), silently
+    with pytest.raises(ValueError, match=r"failed on every one of its 3 fits in this data_oob "
+                                         r"run \(the first error: RuntimeError: cannot fit\)"):
+        DataOOB(Broken(), n_estimators=3, random_state=0).fit(*blobs())
     with pytest.warns(RuntimeWarning, match="every one of the 3 bags"):
-        broken = DataOOB(Broken(), n_estimators=3, random_state=0).fit(*blobs())
-    assert broken.result_.n_fits == 0
-    never = broken.counts_ == 0
-    assert never.any() and np.isnan(broken.values_[never]).all()
-    assert not broken.harmful_[never].any()
+        few = DataOOB(LogisticRegression(), n_estimators=3, random_state=0).fit(*blobs())
+    never = few.counts_ == 0
+    assert never.any() and np.isnan(few.values_[never]).all()
+    assert not few.harmful_[never].any()
 
 
 @pytest.mark.parametrize(

@@ -387,7 +387,7 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     (_X, np.full(60, 3.0), {"estimator": Ridge()}, r"target is constant \(3\)"),
     (_X, np.where(np.arange(60) < 58, "a", "b"), {}, r"single class \('a'\) once validation "
      r"and test rows are held out; the other classes have too few rows \('b' has 2 rows\)"),
-    (_X, _Y, {"max_iter": -1}, r"max_iter=-1 must be a whole number >= 0"),
+    (_X, _Y, {"max_iter": -1}, r"max_iter=-1 must be a whole number from 0 to 2\*\*63 - 1"),
     (_X, _Y, {"k": 0}, r"k=0 must be a whole number >= 1"),
     (_X, _Y, {"eps": "x"}, r"eps='x' must be a number >= 0"),
     (_X, _Y, {"n_min": -5}, r"n_min=-5 must be a whole number >= 0"),

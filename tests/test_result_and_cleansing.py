@@ -12,6 +12,7 @@ from sklearn.tree import DecisionTreeClassifier
 from tdshap import TDShap, ValuationResult, cleanse
 from tdshap.app.cli import main
 from tdshap.cleansing import removal_grid
+from tdshap.result import ResultFileError
 
 
 def _result() -> ValuationResult:
@@ -50,9 +51,9 @@ def test_loading_a_future_format_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    ({"variances": [-1.0] * 4}, "negative variances"),
-    ({"harmful": ["no"] * 4}, "'harmful' is not a list of true/false"),
-    ({"index": [[1, 2]] * 4}, "'index' is not a list of 4 row labels"),
+    ({"variances": [-1.0] * 4}, "counts and variances must not be negative"),
+    ({"harmful": ["no"] * 4}, "harmful must be true/false, not 'no'"),
+    ({"index": [[1, 2]] * 4}, r"index must hold one row label per value \(4\), each text"),
 ], ids=["negative-variances", "text-flags", "nested-index"])
 def test_an_edited_result_file_is_refused(tmp_path, edit, message):
     data = {**_result().to_dict(), **edit}
@@ -86,6 +87,25 @@ def test_a_result_built_by_hand_holds_what_load_checks(tmp_path, kwargs, error, 
               "variances": [0.0, 0.0, 0.0], **kwargs}
     with pytest.raises(error, match=message):
         ValuationResult(**fields)
+
+
+@pytest.mark.parametrize("edit", [
+    {"counts": [1, -1, 1, 1]}, {"harmful": ["no"] * 4}, {"index": [[1, 2]] * 4},
+    {"index": [{"a": 1}] * 4}, {"threshold": "x"}, {"confidence": 2}, {"seed": 1.5},
+    {"n_fits": "many"}, {"order": [0, 0, 1, 2]}, {"values": [True, 0.0, 1.0, 2.0]},
+], ids=lambda edit: next(iter(edit)))
+def test_a_result_file_is_refused_with_the_constructors_message(tmp_path, edit):
+    # from_dict repeated the constructor's checks with messages of its own ("field 'counts'
+    # holds negative pull counts" vs "counts and variances must not be negative"): one place
+    data = {**_result().to_dict(), **edit}
+    with pytest.raises((TypeError, ValueError)) as built:
+        ValuationResult(**{k: v for k, v in data.items()
+                           if k not in ("format", "format_version")})
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ResultFileError) as loaded:
+        ValuationResult.load(p)
+    assert str(loaded.value) == f"{p} is not a readable tdshap result: {built.value}"
 
 
 def test_infinite_numbers_are_kept_or_refused_never_read_back_as_nan(tmp_path):

@@ -207,7 +207,7 @@ def test_an_edited_checkpoint_is_refused_before_any_stage(data, tmp_path, monkey
     monkeypatch.setattr(np.random, "seed", lambda *a: pytest.fail("the file called a function"))
     monkeypatch.setattr(SequentialRemoval, "_stage", lambda *a: pytest.fail("a stage ran"))
     with pytest.raises(ValueError, match=r"seq.tdshap' is damaged or was edited: .*start a "
-                                         r"new run without resume"):
+                                         r"new run without `resume`"):
         make(resume=path).fit(*data)
 
 

@@ -122,6 +122,7 @@ class _NeverFits(DecisionTreeClassifier):
     lambda: TMCShapley(_NeverFits(), "accuracy", max_permutations=1, random_state=0),
     lambda: ThresholdingOOB(_NeverFits(), k=5, max_iter=1, random_state=0),
     lambda: LeaveOneOut(_NeverFits(), "accuracy"),
+    lambda: DataOOB(_NeverFits(), n_estimators=10, random_state=0),
 ])
 def test_a_model_that_never_fits_is_refused_not_valued_by_the_fallback(
         breast_cancer_small, method):
@@ -393,6 +394,64 @@ def test_data_oob_refuses_bags_beyond_memory_and_odd_worker_counts(params, messa
     # Parallel has no meaning" came from deep inside
     with pytest.raises(ValueError, match=message):
         DataOOB(_tree(), **params).fit(X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("n_jobs", [10**9, np.int64(10**18), 2**63])
+@pytest.mark.parametrize("method", [
+    lambda n_jobs: TMCShapley(_tree(), max_permutations=2, batch_size=4, n_jobs=n_jobs),
+    lambda n_jobs: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1, n_jobs=n_jobs),
+    lambda n_jobs: DataOOB(_tree(), n_estimators=4, n_jobs=n_jobs),
+], ids=["tmc", "tdshap", "data_oob"])
+def test_more_workers_than_joblib_can_start_are_refused_up_front(method, n_jobs):
+    # TMCShapley(n_jobs=10**9) ended in joblib's "Numeric literal 2000000000 is too large,
+    # max is 1000000" (its pre-dispatch 2*n_jobs), 2**63 in "Python int too large to
+    # convert to C int"
+    with pytest.raises(ValueError, match=r"n_jobs=.* is more workers than joblib can start "
+                                         r"\(at most 500,000\): pass -1 for every core"):
+        valuer = method(n_jobs)
+        if isinstance(valuer, DataOOB):
+            valuer.fit(X_OK, Y_OK)
+        else:
+            valuer.fit(X_OK, Y_OK, X_OK, Y_OK)
+
+
+class _NaNModel(DecisionTreeClassifier):
+    """Predicts NaN (probabilities too), as a broken custom model may."""
+
+    def predict(self, X):
+        return np.full(len(X), np.nan)
+
+    def predict_proba(self, X):
+        return np.full((len(X), len(self.classes_)), np.nan)
+
+
+@pytest.mark.parametrize("method", [
+    lambda: TDShap(_NaNModel(), "accuracy", n_min=10, k=5, max_iter=1, random_state=0),
+    lambda: TDShap(_NaNModel(), "true_class_proba", n_min=10, k=5, max_iter=1,
+                   random_state=0),
+    lambda: TMCShapley(_NaNModel(), "accuracy", max_permutations=1, random_state=0),
+    lambda: ThresholdingOOB(_NaNModel(), k=5, max_iter=1, random_state=0),
+    lambda: DataOOB(_NaNModel(), n_estimators=10, random_state=0),
+], ids=["tdshap", "proba", "tmc", "tdoob", "data_oob"])
+def test_nan_predictions_are_failed_fits_not_zero_values(breast_cancer_small, method):
+    # accuracy on NaN predictions was 0 for every subset: every value 0, with no word of it
+    d = breast_cancer_small
+    with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*the fitted "
+                                         r"model's predict(_proba)? returned NaN or infinite"):
+        method().fit(d.X_train, d.y_train, d.X_val, d.y_val)
+
+
+@pytest.mark.parametrize("method", [
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=10**23, time_budget=1),
+    lambda: TMCShapley(_tree(), "accuracy", max_permutations=2**63, time_budget=1),
+    lambda: ThresholdingOOB(_tree(), max_iter=10**23, time_budget=1),
+], ids=["tdshap", "tmc", "tdoob"])
+def test_more_rounds_than_a_64_bit_count_are_refused(method):
+    # max_iter=10**23 was taken and ran for ever (here: until the time budget)
+    with pytest.raises(ValueError, match=r"(max_iter|max_permutations)=\d+ must be a whole "
+                                         r"number from \d+ to 9223372036854775807\. Or None "
+                                         r"for no limit on rounds \(with time_budget"):
+        method().fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
 def test_cleanse_refuses_a_non_estimator():

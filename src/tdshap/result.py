@@ -58,11 +58,20 @@ def _column(name: str, data: Any, dtype: Any, n: int | None = None) -> np.ndarra
     numpy alone cut 2.7 pulls to 2, read the text 'no' as a true flag, and left a 2-D table
     or a scalar to fail later in a broadcast or ``len()``.
     """
+    kind = _CELL_KINDS.get(dtype, np.dtype(dtype).name)
+    if data is None:
+        raise TypeError(f"{name} is missing: it must be a 1-D list of {kind}.")
+    if isinstance(data, list | tuple):
+        # numpy would turn "1.5" and true into numbers and cut 2.7 pulls to 2 (a result
+        # file's cells, or a list built by hand): one of the wrong type is refused
+        odd = [x for x in data if not _cell_fits(x, dtype)]
+        if odd:
+            raise TypeError(f"{name} must be {kind}, not {odd[0]!r:.40}.")
+        data = [np.nan if x is None else x for x in data]  # JSON's null: a NaN number
     try:
         raw = np.asarray(data)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # ragged, or a number past int64
         raw = np.asarray(data, dtype=object)
-    kind = _CELL_KINDS.get(dtype, np.dtype(dtype).name)
     if raw.ndim != 1:
         raise ValueError(f"{name} must be a 1-D list of {kind}, not of shape {raw.shape}.")
     if n is not None and len(raw) != n:
@@ -78,6 +87,17 @@ def _column(name: str, data: Any, dtype: Any, n: int | None = None) -> np.ndarra
     if not ok:
         raise TypeError(f"{name} must be {kind}, not {raw.dtype} values.")
     return raw.astype(dtype)
+
+
+def _are_labels(index: Any, n: int) -> bool:
+    """Whether ``index`` is ``n`` row labels (text or numbers; a list is none: pandas
+    cannot index rows by it)."""
+    try:
+        arr = np.asarray(index)
+    except ValueError:  # nested lists of unequal lengths
+        return False
+    return arr.ndim == 1 and len(arr) == n and not (arr.dtype == object and any(
+        isinstance(x, list | dict | np.ndarray) for x in arr))
 
 
 def _removed_flags(removed: Any, n: int) -> np.ndarray:
@@ -161,8 +181,12 @@ class ValuationResult:
             self.order = _column("order", self.order, np.int64, n)
             if not np.array_equal(np.sort(self.order), np.arange(n)):
                 raise ValueError("order must hold each row position 0..n-1 once.")
-        if self.index is not None and (np.ndim(self.index) != 1 or len(self.index) != n):
-            raise ValueError(f"index must hold one row label per value ({n}).")
+        if self.index is not None:
+            if not _are_labels(self.index, n):
+                raise ValueError(f"index must hold one row label per value ({n}), each text "
+                                 "or a number.")
+            if isinstance(self.index, list | tuple):
+                self.index = np.asarray(self.index)
         # the metadata is JSON in both formats: a NaN or infinite threshold came back as
         # none (so 0), flipping the harmful flags of every row between the two
         if self.threshold is not None and (
@@ -181,6 +205,7 @@ class ValuationResult:
             raise TypeError(f"seed={self.seed!r} must be a whole number (an int) or None.")
         for name in ("n_fits", "n_evaluations"):
             check_number(getattr(self, name), name, low=0, integer=True)
+            setattr(self, name, int(getattr(self, name)))  # a file's 9.0 fits
         for name in ("wall_seconds", "fit_seconds"):  # NaN: not recorded (a file's null)
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
@@ -344,111 +369,39 @@ class ValuationResult:
                 f"(this tdshap reads version {FORMAT_VERSION})."
             )
 
-        def arr(name: str, dtype: Any, required: bool = False) -> np.ndarray | None:
-            v = data.get(name)
-            if v is None and not required:
-                return None
-            if not isinstance(v, list) or any(isinstance(x, list | dict) for x in v):
-                raise ResultFileError(f"field {name!r} is not a list of numbers.")
-            # numpy would turn "1.5" and true into numbers and cut 2.7 pulls to 2: an
-            # edited cell of the wrong type is refused, not read as something else
-            odd = [x for x in v if not _cell_fits(x, dtype)]
-            if odd:
-                raise ResultFileError(f"field {name!r} is not a list of "
-                                      f"{_CELL_KINDS[dtype]} (it holds {odd[0]!r:.40}).")
-            try:
-                return np.array([np.nan if x is None else x for x in v], dtype=dtype)
-            except (TypeError, ValueError, OverflowError):
-                raise ResultFileError(f"field {name!r} holds values that are not "
-                                      f"{np.dtype(dtype).name}.") from None
-
-        def scalar(name: str, default: float, kind: type = float) -> Any:
-            v = data.get(name, default)
-            if v is None and kind is float:
-                return np.nan
-            if isinstance(v, bool) or not isinstance(v, int | float) or \
-                    (kind is int and not float(v).is_integer()) or v < 0:
-                raise ResultFileError(f"field {name!r} is {v!r}, not a non-negative number.")
-            return kind(v)
-
-        def mapping(name: str) -> dict[str, Any]:
-            v = data.get(name) or {}
-            if not isinstance(v, dict):
-                raise ResultFileError(f"field {name!r} is not an object.")
-            return v
-
-        values = arr("values", float, required=True)
-        assert values is not None
-        n = len(values)
-        fields: dict[str, Any] = {}
-        for name, dtype in (("counts", np.int64), ("variances", float), ("harmful", bool),
-                            ("order", np.int64)):
-            fields[name] = arr(name, dtype, required=name in ("counts", "variances"))
-            if fields[name] is not None and len(fields[name]) != n:
-                raise ResultFileError(f"field {name!r} has {len(fields[name])} entries for "
-                                      f"{n} values.")
-        if fields["counts"].min(initial=0) < 0:
-            raise ResultFileError("field 'counts' holds negative pull counts.")
-        if (fields["variances"] < 0).any():
-            raise ResultFileError("field 'variances' holds negative variances.")
-        if fields["order"] is not None and not np.array_equal(np.sort(fields["order"]),
-                                                              np.arange(n)):
-            raise ResultFileError("field 'order' is not an order of the rows.")
-        index = data.get("index")
-        if index is not None and (not isinstance(index, list) or len(index) != n or any(
-                isinstance(x, list | dict) for x in index)):
-            raise ResultFileError(f"field 'index' is not a list of {n} row labels.")
-        threshold = data.get("threshold")
-        if threshold is not None and (isinstance(threshold, bool)
-                                      or not isinstance(threshold, int | float)):
-            raise ResultFileError(f"field 'threshold' is {threshold!r}, not a number.")
-        algorithm = data.get("algorithm")
-        if not isinstance(algorithm, str):
-            raise ResultFileError("field 'algorithm' is missing.")
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ResultFileError(f"field 'seed' is {seed!r}, not a whole number.")
-        guarantee = data.get("guarantee")
-        if guarantee is not None and not isinstance(guarantee, dict):
-            raise ResultFileError("field 'guarantee' is not an object.")
-        confidence = scalar("confidence", 0.95)
-        if not 0 < confidence < 1:
-            raise ResultFileError(f"field 'confidence' is {confidence}, not in (0, 1).")
-        interval = data.get("interval", DEFAULT_INTERVAL)
-        if not isinstance(interval, str):
-            raise ResultFileError(f"field 'interval' is {interval!r}, not a method name.")
+        # the fields are checked once, by the constructor (a result built by hand is held
+        # to the same rules); here only what a file adds: defaults and JSON's nulls
+        seconds = {name: np.nan if data.get(name, 0.0) is None else data.get(name, 0.0)
+                   for name in ("wall_seconds", "fit_seconds")}  # null: not recorded
         try:
-            check_method(interval)
-        except ValueError as err:
-            raise ResultFileError(f"field 'interval': {err}") from None
-        extra = mapping("extra")
+            result = cls(
+                algorithm=data.get("algorithm"),
+                **{name: data.get(name) for name in _ARRAYS},
+                threshold=data.get("threshold"),
+                n_fits=data.get("n_fits", 0),
+                n_evaluations=data.get("n_evaluations", 0),
+                seed=data.get("seed"),
+                config=data.get("config") or {},
+                guarantee=data.get("guarantee"),
+                extra=data.get("extra") or {},
+                confidence=data.get("confidence", 0.95),
+                interval=data.get("interval", DEFAULT_INTERVAL),
+                **seconds,
+            )
+        except (TypeError, ValueError) as err:
+            raise ResultFileError(str(err)) from None
+        extra = result.extra
         # the interval a method names for its credibly-harmful test (tdshap.cut.eligible_rows)
-        named = extra.get("eligibility_interval", interval)
+        named = extra.get("eligibility_interval", result.interval)
         if not isinstance(named, str) or named == "bernstein" or named not in INTERVAL_METHODS:
             raise ResultFileError(f"field 'extra.eligibility_interval' is {named!r}: use one of "
                                   f"{tuple(m for m in INTERVAL_METHODS if m != 'bernstein')}.")
         if "cross_fit" in extra:  # the cut's folds and flagged rows (tdshap.cross_fit)
             try:
-                CrossFit.from_extra(extra["cross_fit"], n)
+                CrossFit.from_extra(extra["cross_fit"], len(result))
             except ValueError as err:
                 raise ResultFileError(f"field 'extra.cross_fit' {err}.") from None
-        return cls(
-            algorithm=algorithm,
-            values=values,
-            threshold=threshold,
-            n_fits=scalar("n_fits", 0, int),
-            n_evaluations=scalar("n_evaluations", 0, int),
-            wall_seconds=scalar("wall_seconds", 0.0),
-            fit_seconds=scalar("fit_seconds", 0.0),
-            seed=seed,
-            config=mapping("config"),
-            guarantee=guarantee,
-            extra=extra,
-            index=None if index is None else np.asarray(index),
-            confidence=confidence,
-            interval=interval,
-            **fields,
-        )
+        return result
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ValuationResult:

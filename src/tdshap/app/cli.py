@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tdshap._validation import MAX_SEED, check_seed_span
-from tdshap.app.cli_clean import OneLineCommand, clean, one_line_errors, value
+from tdshap.app.cli_clean import GivenPath, OneLineCommand, clean, one_line_errors, value
 from tdshap.app.outdir import OutputFolder
 
 #: a trial takes seconds, so this many are a day's work; 10**11 filled memory with the names
@@ -29,7 +29,7 @@ def main() -> None:
               help="Seed of the first trial.")
 @click.option("--jobs", type=int, default=-1, show_default=True,
               help="Trials run side by side (joblib; -1: one per core).")
-@click.option("--out", type=click.Path(path_type=Path),
+@click.option("--out", type=GivenPath(),
               # not inside clean's default --out (tdshap-out), which would then hold a
               # folder it did not write and refuse to be used without --force
               default=Path("tdshap-demo"), show_default=True,

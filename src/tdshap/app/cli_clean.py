@@ -40,7 +40,8 @@ from tdshap.app.report import parts_markdown, parts_report, plot_values
 from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
-from tdshap.methods.checkpoint.files import read_checkpoint
+from tdshap.methods.checkpoint.files import is_checkpoint_file, read_checkpoint
+from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.utility.fast.approximate_search import SEARCHES
 
 VALUES_COLUMNS = ["value", "ci_low", "ci_high", "n_pulls", "is_harmful", "removed", "part"]
@@ -99,14 +100,28 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class GivenPath(click.Path):
+    """A ``click.Path`` that refuses an empty one: ``Path("")`` is ``Path(".")``, so an
+    empty --out would silently write into the current folder."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail(f"{value!r} is an empty path: name a file or folder ('.' is the "
+                      "current folder)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``clean`` and ``value`` share."""
     opts = [
-        click.argument("train", type=click.Path(path_type=Path)),
+        click.argument("train", type=GivenPath()),
         click.option("--target", required=True, help="Name of the target column."),
-        click.option("--val", "val_path", type=click.Path(path_type=Path),
+        click.option("--val", "val_path", type=GivenPath(),
                      help="Validation file (same columns). Default: hold out --val-fraction."),
-        click.option("--test", "test_path", type=click.Path(path_type=Path),
+        click.option("--test", "test_path", type=GivenPath(),
                      help="Test file for an honest before/after score (optional)."),
         click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True,
                                                              max_open=True),
@@ -172,7 +187,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--n-min", type=AutoOr(integer=True, low=0), default="auto",
                      show_default=True,
                      help="Smallest prefix; auto: min(100, N // 3)."),
-        click.option("--max-iter", type=click.IntRange(min=0), default=DEFAULT_MAX_ITER,
+        click.option("--max-iter", type=click.IntRange(0, MAX_ROUNDS), default=DEFAULT_MAX_ITER,
                      show_default=True, help="Rounds after every row was pulled once."),
         click.option("--time-budget", type=FiniteFloatRange(min=0, min_open=True),
                      help="Stop valuing after this many seconds (refused up front when the "
@@ -202,7 +217,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--impute", is_flag=True,
                      help="Fill missing feature values: median (numbers), most frequent level "
                      "(text), of the training rows."),
-        click.option("--out", type=click.Path(path_type=Path), default=Path("tdshap-out"),
+        click.option("--out", type=GivenPath(), default=Path("tdshap-out"),
                      show_default=True, help="Output folder: a new one, or one holding only "
                      "an earlier run's outputs (listed in its .tdshap-manifest.json)."),
         click.option("--force", is_flag=True,
@@ -373,7 +388,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", *CHECKPOINT_NAMES)
     # a part 2 checkpoint of an earlier --every-row run goes with its outputs
     folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES[:n_parts],
-                          known=known)
+                          known=known, kept_is_ours=is_checkpoint_file)
     folder.check(inputs, _outputs(do_cleanse, train, n_parts))
     checkpoints = [folder.real / name for name in folder.keep]
     if opts["resume"]:

@@ -137,6 +137,9 @@ class OutputFolder:
     out: Path
     force: bool = False
     keep: tuple[str, ...] = ()  # files a run keeps in --out as it goes (its checkpoint)
+    #: whether the file at a ``keep`` path is still the run's own at publish time: a user's
+    #: file may take its place during the run (the run then stops writing it)
+    kept_is_ours: Callable[[Path], bool] | None = None
     known: tuple[str, ...] = ()  # every name a run of this tool may write there
     known_pattern: str | None = None  # or a regular expression of them (names with a seed)
     real: Path = field(init=False)
@@ -311,7 +314,10 @@ class OutputFolder:
             shutil.rmtree(stage, ignore_errors=True)
             stage.mkdir()
             written = write(stage)
-            kept = [n for n in self.keep if (self.real / n).is_file()]
+            kept = [n for n in self.keep if (self.real / n).is_file() and (
+                self.kept_is_ours is None or self.kept_is_ours(self.real / n))]
+            # a keep name the user's file took is theirs: never listed, replaced or removed
+            self.old_files = [n for n in self.old_files if n not in self.keep or n in kept]
             if not self.in_place:
                 for name in kept:
                     try:
@@ -320,7 +326,7 @@ class OutputFolder:
                         shutil.copy2(self.real / name, stage / name)
             files = [*written, *kept]
             atomic_write_bytes(stage / MANIFEST, _manifest_bytes(files, True, about))
-            self._keep_added(written)
+            self._keep_added(written, kept)
             if self.in_place:
                 self._rename_in(stage, written, files)
             else:
@@ -337,11 +343,11 @@ class OutputFolder:
         self.locked = False if not self.in_place else self.locked
         return written
 
-    def _keep_added(self, written: list[str]) -> None:
+    def _keep_added(self, written: list[str], kept: list[str]) -> None:
         """Keep what the user put into ``--out`` while the run worked: swapping the folder
         would delete it with the old set, so the outputs are renamed in beside it; one that
         has an output's name is refused (replaced only with ``force``)."""
-        ours = set(self.old_files) | set(self.keep) | {MANIFEST, LOCK}
+        ours = set(self.old_files) | set(kept) | {MANIFEST, LOCK}
         added = sorted(n for n in os.listdir(self.real) if n not in ours
                        and not n.startswith(STAGING) and not self._partial(n))
         clash = [n for n in added if n in written]

@@ -107,7 +107,7 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
                 "params")
         if n_min is not None and value > n_min:
             raise ParameterError(
-                f"n_neighbors={value} is larger than the n_min={n_min} rows of the smallest "
+                f"n_neighbors={value} is larger than the {n_min} rows (`n_min`) of the smallest "
                 f"prefix TDShap fits on: those fits would fail. Raise `n_min` to at least "
                 f"{value}, or lower the model's n_neighbors (`params`).", "n_min", "params")
 
@@ -199,6 +199,13 @@ class CostEstimate:
         return line
 
 
+#: Seconds in a (Julian) year.
+YEAR_S = 365.25 * 24 * 3600
+#: A run estimated longer than this with no time budget is refused: it is a slip
+#: (--max-iter 1e23 ran for ever), not a plan; a time budget of any length lifts it.
+UNBUDGETED_RUN_S = YEAR_S
+
+
 def _duration(seconds: float) -> str:
     if seconds < 1:
         return "under 1 s"
@@ -206,7 +213,11 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    if seconds < 2 * YEAR_S:
+        return f"{seconds / 86400:.0f} days"
+    return f"{seconds / YEAR_S:.3g} years"
 
 
 @dataclass
@@ -558,14 +569,16 @@ def plan(
             check_block_size(n, k_used, n_min_used)
         except ValueError:
             raise ParameterError(
-                f"the training part has N={n} rows, too few for n_min={n_min_used} and "
-                f"k={k_used} (needs N >= n_min + k = {n_min_used + k_used}): lower `n_min` or "
-                "`k`, or use more rows.", "n_min", "k"
+                f"the training part has N={n} rows, too few for `n_min` {n_min_used} and "
+                f"`k` {k_used} (needs N >= `n_min` + `k` = {n_min_used + k_used}): lower "
+                "`n_min` or `k`, or use more rows.", "n_min", "k"
             ) from None
         tdshap._check_params(n)
         _check_neighbours(estimator, n, n_min_used)
         utility = make_utility(estimator, valuer.metric, data.X_train, data.y_train,
                                data.X_val, data.y_val, run_seed=seed)
+        if resume:  # a checkpoint it cannot continue is refused before the plan is shown
+            tdshap.check_resume(utility)
         estimate = _estimate(utility, tdshap, data, do_cleanse, seed)
     init_seconds = estimate.init_evaluations * estimate.seconds_per_evaluation
     if (o.time_budget is not None and not estimate.evaluations
@@ -575,6 +588,13 @@ def plan(
             f"about {estimate.setup_seconds:.2g} s, more than `time_budget` of "
             f"{o.time_budget:g} s: raise the budget, or choose `method` 'tdoob' (a bandit "
             "that stops at the budget).", "time_budget", "method")
+    if o.time_budget is None and estimate.evaluations and estimate.seconds > UNBUDGETED_RUN_S:
+        raise ParameterError(
+            f"the run would take about {_duration(estimate.seconds)} "
+            f"({estimate.evaluations:,} evaluations x "
+            f"{estimate.seconds_per_evaluation * 1e3:.3g} ms): lower `max_iter`, or give "
+            "`time_budget` in seconds to stop it when the time is up (a run estimated "
+            "beyond a year needs one).", "max_iter", "time_budget")
     if o.time_budget is not None and init_seconds > o.time_budget and not resume:
         raise ParameterError(
             f"the first pass over the N={n} rows ({estimate.init_evaluations:,} evaluations, "

@@ -11,6 +11,7 @@ import pandas as pd
 from tdshap._validation import ParameterError, check_number
 from tdshap.app.tabular import TableEncoder
 from tdshap.cleansing import CleansingResult
+from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.result import ValuationResult
 
 DEFAULT_MAX_ITER = 50
@@ -46,8 +47,8 @@ class TDShapOptions:
             ("k", "auto", {"low": 1, "integer": True}, "a whole number >= 1, or 'auto'"),
             ("n_min", "auto", {"low": 0, "integer": True},
              "a whole number >= 0, a fraction of N such as 0.9, or 'auto'"),
-            ("max_iter", None, {"low": 0, "integer": True},
-             "a whole number >= 0, or None for no limit"),
+            ("max_iter", None, {"low": 0, "high": MAX_ROUNDS, "integer": True},
+             "a whole number from 0 to 2**63 - 1 (a 64-bit count), or None for no limit"),
         )
         for name, default, bounds, what in rules:
             value = getattr(self, name)

@@ -24,7 +24,12 @@ from sklearn.base import clone
 
 from tdshap._validation import check_bag_rows, check_estimator, check_number
 from tdshap.methods.direct import DirectValuation
-from tdshap.utility.base import fallback_model, random_state_params
+from tdshap.utility.base import (
+    check_some_fit_worked,
+    describe_error,
+    fallback_model,
+    random_state_params,
+)
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.budget import check_count
@@ -40,18 +45,19 @@ AUTO_SIGMAS = 2.5
 
 def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classifier: bool,
                 on_error: str, lists: NeighborLists | None = None
-                ) -> tuple[np.ndarray, np.ndarray, bool, int]:
+                ) -> tuple[np.ndarray, np.ndarray, bool, int, str | None]:
     """One bag: ``(out-of-bag rows, their correctness, whether the model fell back, rows
-    refitted)``; with ``lists``, the rows are predicted from the k-NN neighbour lists and
-    only those they decline are refitted."""
+    refitted, the error of a fit that failed)``; with ``lists``, the rows are predicted
+    from the k-NN neighbour lists and only those they decline are refitted."""
     rng = np.random.default_rng(seed)
     n = len(y)
     bag = rng.integers(0, n, n)
     counts = np.bincount(bag, minlength=n)
     oob = np.flatnonzero(counts == 0)
     if len(oob) == 0:
-        return oob, np.empty(0), False, 0
+        return oob, np.empty(0), False, 0, None
     fallback = classifier and len(np.unique(y[bag])) < 2
+    error = None
     metric = "accuracy" if classifier else "neg_mse"
     if not fallback:
         model = clone(estimator)
@@ -61,20 +67,21 @@ def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classif
         try:
             if lists is None:
                 return (oob, row_scores(model.fit(X[bag], y[bag]), X[oob], y[oob], metric),
-                        False, len(oob))
+                        False, len(oob), None)
             scores, declined = lists.row_scores(counts, oob, y[oob], metric)
             rows = oob[declined]
             if len(rows):
                 with one_thread_if_small(len(rows) * X.size):
                     scores[declined] = row_scores(model.fit(X[bag], y[bag]), X[rows], y[rows],
                                                   metric)
-            return oob, scores, False, len(rows)
-        except Exception:
+            return oob, scores, False, len(rows), None
+        except Exception as err:
             if on_error == "raise":
                 raise
+            error = describe_error(err)
     # one class in the bag, or a failed fit: predict the bag's constant
     constant = fallback_model(y[bag], np.unique(y) if classifier else None)
-    return oob, row_scores(constant, X[oob], y[oob], metric), True, 0
+    return oob, row_scores(constant, X[oob], y[oob], metric), True, 0, error
 
 
 class DataOOB(DirectValuation):
@@ -220,7 +227,7 @@ class DataOOB(DirectValuation):
         counts = np.zeros(n, dtype=np.int64)
         total = np.zeros(n)
         squares = np.zeros(n)
-        for oob, scores, _, _ in bags:
+        for oob, scores, *_ in bags:
             counts[oob] += 1
             total[oob] += scores
             squares[oob] += scores * scores
@@ -232,15 +239,21 @@ class DataOOB(DirectValuation):
         if never:
             warnings.warn(f"{never} rows were in every one of the {self.n_estimators} bags: "
                           "their value is NaN (use more bags).", RuntimeWarning, stacklevel=2)
-        fallbacks = sum(int(f) for _, _, f, _ in bags)
+        fallbacks = sum(int(f) for _, _, f, *_ in bags)
+        errors = [e for *_, e in bags if e is not None]
+        # every bag's fit failed: the values would be the fallback's, describing no model
+        check_some_fit_worked(len(errors), len(bags) - fallbacks,
+                              errors[0] if errors else None, "this data_oob run")
         self._finish(values=values, counts=counts, variances=np.maximum(variances, 0.0),
                      n_fits=len(bags) - fallbacks,
                      extra={"task": task, "n_estimators": int(self.n_estimators),
-                            "fallback_bags": fallbacks,
+                            "fallback_bags": fallbacks, "n_failed_fits": len(errors),
+                            "first_error": errors[0] if errors else None,
                             "fast_path": None if lists is None else "kneighbors lists",
                             "path_note": note,
                             "neighbor_search": None if lists is None else self.neighbor_search,
-                            "refit_rows": None if lists is None else sum(r for *_, r in bags),
+                            "refit_rows": None if lists is None else sum(
+                                b[3] for b in bags),
                             # out-of-bag scores: the validation rows judge the cut unbiased
                             "validation_free": True})
         return self

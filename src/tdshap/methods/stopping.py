@@ -175,6 +175,11 @@ class _Both(_Either):
         return f"({self.a!r} & {self.b!r})"
 
 
+#: The most rounds a run may be asked for: they are counted (and checkpointed, and a row's
+#: pulls with them) in 64-bit integers; a count past it (max_iter=10**23) is no plan either.
+MAX_ROUNDS = 2**63 - 1
+
+
 def build_stopping(
     *,
     max_rounds: int | None = None,
@@ -214,8 +219,9 @@ def build_stopping(
         check_number(rtol_window, "rtol_window", low=1, integer=True)
         parts.append(MeanRelativeChange(rtol, int(rtol_window)))
     if max_rounds is not None:
-        check_number(max_rounds, rounds_name, low=min_rounds, integer=True,
-                     hint="Or None for no limit on rounds.")
+        check_number(max_rounds, rounds_name, low=min_rounds, high=MAX_ROUNDS, integer=True,
+                     hint="Or None for no limit on rounds (with time_budget=SECONDS to stop "
+                     "when the time is up).")
         parts.append(MaxIterations(int(max_rounds)))
     if time_budget is not None:
         # True is an int: it was a budget of 1 second, silently

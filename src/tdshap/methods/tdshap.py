@@ -243,14 +243,32 @@ class TDShap(CheckpointedValuation):
     def _settings(self, utility: Utility) -> dict[str, Any]:
         return {**super()._settings(utility), "k": self.k_, "n_min": self.n_min_}
 
+    def _expect(self) -> dict[str, Any]:
+        """What a checkpoint's saved state must fit to be resumed by this run."""
+        return {"k": self.k_, "n_blocks": self.n_blocks, "max_iter": self.max_iter,
+                "tau": self.tau, "eps": self.eps}
+
+    def check_resume(self, utility: Utility) -> None:
+        """Refuse the checkpoint ``resume`` names, as :meth:`fit` would, before any work.
+
+        ``utility`` is one for the data to be fitted (its fingerprint is compared), and the
+        parameters must have been checked for its N. An application calls this so that a
+        checkpoint it cannot resume is refused before it reports a plan or times fits.
+        """
+        saved = self._load(utility)
+        if saved is not None:
+            try:
+                TDShapRun.validate(*saved, utility.n, self._expect())
+            except CheckpointError as err:
+                raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
+                    from None
+
     def _start(self, utility: Utility, rng: np.random.Generator) -> TDShapRun:
         """A fresh run, or the one saved in the checkpoint to resume."""
         saved = self._load(utility)
         if saved is not None:
             try:
-                return TDShapRun.restore(*saved, utility, self._stop, expect={
-                    "k": self.k_, "n_blocks": self.n_blocks, "max_iter": self.max_iter,
-                    "tau": self.tau, "eps": self.eps})
+                return TDShapRun.restore(*saved, utility, self._stop, expect=self._expect())
             except CheckpointError as err:
                 raise self._restore_error(err, plan_resume(self.resume, self.checkpoint).path) \
                     from None

@@ -364,9 +364,11 @@ class Utility:
             return self.fallback_score(idx)
         self.fit_seconds += time.perf_counter() - start
         self.n_fits += 1
-        if not np.isfinite(score):
+        if not np.isfinite(score):  # no score of the model: a failed fit, counted as one
+            err = ValueError(f"metric {self.metric.name!r} returned {score} on a subset.")
             if self.on_error == "raise":
-                raise ValueError(f"metric {self.metric.name!r} returned {score} on a subset.")
+                raise err
+            self.record_failure(err)
             self.n_fallbacks += 1
             return self.fallback_score(idx)
         return float(score)

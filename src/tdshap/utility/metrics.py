@@ -41,6 +41,23 @@ def _r2(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else 0.0
 
 
+def finite_predictions(pred: Any, method: str = "predict") -> Any:
+    """``pred`` (what a fitted model's ``method`` returned), unless it holds NaN or
+    infinite numbers.
+
+    Scored as they are, a NaN equals no label (accuracy 0 for every subset, so every
+    value 0) and an infinite error makes a score that is no number: the fit is refused
+    here, so the utility counts it as a failed fit and a run can stop on too many.
+    """
+    arr = np.asarray(pred)
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"the fitted model's {method} returned NaN or infinite values "
+                         f"({bad:,} of {arr.size:,}): fix the model so that it predicts "
+                         "numbers.")
+    return pred
+
+
 TRUE_CLASS_PROBA = "true_class_proba"
 
 
@@ -56,13 +73,14 @@ def row_scores(model: Any, X: np.ndarray, y: np.ndarray, metric: str) -> np.ndar
     with it; the mean over rows is the metric itself.
     """
     if metric == TRUE_CLASS_PROBA:
-        proba = np.asarray(model.predict_proba(X), dtype=float)
+        proba = finite_predictions(np.asarray(model.predict_proba(X), dtype=float),
+                                   "predict_proba")
         classes = np.asarray(model.classes_)
         pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
         return np.where(classes[pos] == y, proba[np.arange(len(y)), pos], 0.0)
     if metric not in ROW_METRICS:
         raise ValueError(f"metric={metric!r} has no per-row score: use one of {ROW_METRICS}.")
-    pred = model.predict(X)
+    pred = finite_predictions(model.predict(X))
     if metric == "accuracy":
         return np.asarray(pred == y, dtype=float)
     err = np.asarray(y, dtype=float) - np.asarray(pred, dtype=float)
@@ -142,7 +160,7 @@ class MetricSpec:
 
 def _prediction_scorer(fn: PredictionMetric) -> Scorer:
     def scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
-        return fn(y, estimator.predict(X))
+        return fn(y, finite_predictions(estimator.predict(X)))
 
     return scorer
 

@@ -296,15 +296,26 @@ def _is_dask_client(obj: Any) -> bool:
     return type(obj).__name__ == "Client" and type(obj).__module__.startswith("distributed")
 
 
+#: The most workers joblib can be asked for: it evaluates its pre-dispatch "2*n_jobs" with
+#: results capped at 10**6 ("Numeric literal ... is too large"), and a count past C's int
+#: fails in its process pool ("Python int too large to convert to C int").
+MAX_N_JOBS = 500_000
+
+
 def check_n_jobs(n_jobs: Any, optional: bool = False) -> None:
-    """Refuse what joblib refuses from deep inside (0, a float, a bool); ``optional``: None
-    (joblib's default, in-process) is taken too."""
+    """Refuse what joblib refuses from deep inside (0, a float, a bool, more workers than it
+    can start); ``optional``: None (joblib's default, in-process) is taken too."""
     if n_jobs is None and optional:
         return
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
         raise ValueError(
             f"n_jobs={n_jobs!r} must be a non-zero integer: 1 runs in-process, 2 or more "
             "uses that many workers, -1 every core."
+        )
+    if n_jobs > MAX_N_JOBS:
+        raise ValueError(
+            f"n_jobs={n_jobs!r} is more workers than joblib can start (at most "
+            f"{MAX_N_JOBS:,}): pass -1 for every core, or the number of workers you want."
         )
 
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
+import reprlib
 import time
 import warnings
 from dataclasses import dataclass
@@ -41,15 +43,16 @@ _META = "__meta__"
 _ZIP_MAGIC = b"PK\x03\x04"  # an .npz file is a zip archive
 
 
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run."""
+class CheckpointError(ParameterError):
+    """A checkpoint that cannot be resumed: not one, damaged, edited, or of another run.
 
-
-class CheckpointBudgetError(CheckpointError, ParameterError):
-    """A sound checkpoint that has done more than the resuming run's budget allows.
-
-    ``params`` names the budget parameter, so an application can show its own name for it.
+    ``params`` names the parameters its message refers to (``resume``, the settings that
+    differ), so an application can show its own names for them.
     """
+
+
+class CheckpointBudgetError(CheckpointError):
+    """A sound checkpoint that has done more than the resuming run's budget allows."""
 
 
 def data_fingerprint(*arrays: np.ndarray) -> str:
@@ -121,6 +124,12 @@ def _path_problem(path: Path) -> tuple[str, str] | None:
     return what, fate
 
 
+def is_checkpoint_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a checkpoint file itself (not a link, not a user's file)."""
+    path = Path(path)
+    return path.is_file() and _path_problem(path) is None
+
+
 def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
     """Refuse ``path`` as a run's checkpoint unless it is new or an earlier checkpoint.
 
@@ -166,12 +175,80 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
     return meta, arrays
 
 
+#: The largest count a checkpoint may hold: pull counts are saved as 64-bit integers.
+MAX_COUNT = 2**63 - 1
+
+
+def whole(meta: dict[str, Any], name: str, low: int = 0, high: float = MAX_COUNT) -> int:
+    """``meta[name]`` if it is a whole number in ``[low, high]``, else an error."""
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        bound = "2**63 - 1 (a 64-bit count)" if high == MAX_COUNT else f"{high}"
+        raise CheckpointError(f"field {name!r} is {reprlib.repr(value)}; it must be a whole "
+                              f"number from {low} to {bound}")
+    return value
+
+
+def number(meta: dict[str, Any], name: str, low: float = -math.inf) -> float:
+    """``meta[name]`` if it is a finite number ``>= low``, else a :class:`CheckpointError`."""
+    value = meta.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or value < low:
+        raise CheckpointError(f"field {name!r} is {reprlib.repr(value)}; it must be a finite "
+                              f"number >= {low}")
+    return float(value)
+
+
+def check_counters(counters: Any) -> None:
+    """Refuse a saved ``counters`` record that is not the utility's (numbers, first error)."""
+    if not isinstance(counters, dict):
+        raise CheckpointError(f"field 'counters' is {reprlib.repr(counters)}, not a record")
+    for name in counters:
+        if name == "fit_seconds":
+            number(counters, name, 0.0)
+        elif name == "first_error":
+            if not isinstance(counters[name], str | None):
+                raise CheckpointError(f"counter 'first_error' is {reprlib.repr(counters[name])}"
+                                      ", not a message")
+        else:
+            whole(counters, name)
+
+
+#: What :func:`checkpoint_info` shows, and the check of each (a field a method does not
+#: save is None).
+_INFO: dict[str, Any] = {
+    "algorithm": None, "finished": None, "rounds": whole, "elapsed": number,
+    "init_done": whole, "n_init_blocks": whole, "settings": None, "counters": None,
+    "saved_at": number,
+}
+
+
 def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a checkpoint holds, without its arrays: algorithm, rounds, elapsed, settings."""
+    """What a checkpoint holds, without its arrays: algorithm, rounds, elapsed, settings.
+
+    Every field is checked to be of its kind, so that what an application shows or
+    computes from it is never an edited file's string, list or huge number.
+    """
     meta, _ = read_checkpoint(path)
-    keys = ("algorithm", "finished", "rounds", "elapsed", "init_done", "n_init_blocks",
-            "settings", "counters", "saved_at")
-    return {k: meta.get(k) for k in keys}
+    try:
+        if not isinstance(meta.get("algorithm"), str):
+            raise CheckpointError(f"field 'algorithm' is {reprlib.repr(meta.get('algorithm'))}"
+                                  ", not a method's name")
+        if not isinstance(meta.get("finished"), bool | None):
+            raise CheckpointError(f"field 'finished' is {reprlib.repr(meta.get('finished'))}, "
+                                  "not true/false")
+        if not isinstance(meta.get("settings"), dict | None):
+            raise CheckpointError(f"field 'settings' is {reprlib.repr(meta.get('settings'))}, "
+                                  "not a record")
+        if meta.get("counters") is not None:
+            check_counters(meta["counters"])
+        for name, check in _INFO.items():
+            if check is not None and meta.get(name) is not None:
+                check(meta, name, 0)
+    except CheckpointError as err:
+        raise CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}.") \
+            from None
+    return {k: meta.get(k) for k in _INFO}
 
 
 @dataclass(frozen=True)
@@ -220,27 +297,25 @@ def check_resumable(
     meta: dict[str, Any], algorithm: str, data: str, settings: dict[str, Any], path: Any
 ) -> None:
     """Raise :class:`CheckpointError` unless this algorithm, data and settings made it."""
+    which = f"`resume`: checkpoint {str(path)!r}"
     if meta.get("algorithm") != algorithm:
         raise CheckpointError(
-            f"resume={str(path)!r} was written by {meta.get('algorithm')!r}, not {algorithm!r}."
-        )
+            f"{which} was written by {meta.get('algorithm')!r}, not {algorithm!r}.", "resume")
     if meta.get("data") != data:
         raise CheckpointError(
-            f"resume={str(path)!r} was made with different data (X, y, X_val or y_val "
-            "differ): resume with the same data, or start a new run without resume."
-        )
+            f"{which} was made with different data (X, y, X_val or y_val differ): resume "
+            "with the same data, or start a new run without `resume`.", "resume")
     saved = meta.get("settings")
     if not isinstance(saved, dict):
-        raise CheckpointError(f"resume={str(path)!r} has no settings record: it is damaged.")
+        raise CheckpointError(f"{which} has no settings record: it is damaged.", "resume")
     wanted = jsonable(settings)
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if differ:
-        detail = "; ".join(f"{k}: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
+        detail = "; ".join(f"`{k}`: checkpoint {saved.get(k)!r}, now {wanted.get(k)!r}"
                            for k in differ)
         raise CheckpointError(
-            f"resume={str(path)!r} was made with different settings ({detail}). Use the "
-            "checkpoint's settings, or start a new run without resume."
-        )
+            f"{which} was made with different settings ({detail}). Use the checkpoint's "
+            "settings, or start a new run without `resume`.", "resume", *differ)
 
 
 # -- the utility's part of a run's state ---------------------------------------

@@ -86,7 +86,7 @@ class Checkpointing:
         if isinstance(err, CheckpointBudgetError):  # sound, only beyond this run's budget
             return CheckpointBudgetError(f"checkpoint {str(path)!r}: {err}.", *err.params)
         return CheckpointError(f"checkpoint {str(path)!r} is damaged or was edited: {err}; "
-                               "start a new run without resume.")
+                               "start a new run without `resume`.", *err.params, "resume")
 
     def _schedule(self, data: str, settings: dict[str, Any]) -> CheckpointSchedule | None:
         """Where and how often this run saves (None: it does not)."""

@@ -12,7 +12,6 @@ arrays (:meth:`ResumableRun.saved_arrays`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -22,8 +21,11 @@ from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.checkpoint.files import (
     CheckpointBudgetError,
     CheckpointError,
+    check_counters,
+    number,
     restore_utility,
     utility_state,
+    whole,
 )
 from tdshap.methods.stopping import StoppingCriterion
 from tdshap.utility.base import Utility
@@ -33,24 +35,6 @@ BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
     "PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM, "Philox": np.random.Philox,
     "SFC64": np.random.SFC64, "MT19937": np.random.MT19937,
 }
-
-
-def whole(meta: dict[str, Any], name: str, low: int = 0, high: float = math.inf) -> int:
-    """``meta[name]`` if it is a whole number in ``[low, high]``, else an error."""
-    value = meta.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        bound = f"[{low}, {high}]" if math.isfinite(high) else f">= {low}"
-        raise CheckpointError(f"field {name!r} is {value!r}; it must be a whole number {bound}")
-    return value
-
-
-def number(meta: dict[str, Any], name: str, low: float = -math.inf) -> float:
-    """``meta[name]`` if it is a finite number ``>= low``, else a :class:`CheckpointError`."""
-    value = meta.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or \
-            not math.isfinite(value) or value < low:
-        raise CheckpointError(f"field {name!r} is {value!r}; it must be a finite number >= {low}")
-    return float(value)
 
 
 def saved_generator(meta: dict[str, Any]) -> np.random.Generator:
@@ -223,20 +207,13 @@ class ResumableRun:
             # a smaller budget than the saved run's is the user's choice, not damage
             raise CheckpointBudgetError(
                 f"it has done {rounds} rounds, more than `max_iter` {max_iter} allows: resume "
-                f"with `max_iter` {rounds} or more, or start a new run without resume",
-                "max_iter")
+                f"with `max_iter` {rounds} or more, or start a new run without `resume`",
+                "max_iter", "resume")
         number(meta, "tau")
         number(meta, "eps", 0.0)
         whole(meta, "run_seed", 0, 2**64 - 1)
         saved_generator(meta)
-        counters = meta.get("counters")
-        if not isinstance(counters, dict):
-            raise CheckpointError("field 'counters' is missing")
-        for name in counters:
-            if name == "fit_seconds":
-                number(counters, name, 0.0)
-            elif name != "first_error":
-                whole(counters, name)
+        check_counters(meta.get("counters"))
         counts = vector(arrays, "counts", n, "iu")
         if counts.min(initial=0) < 0:
             raise CheckpointError("array 'counts' holds negative pull counts")
