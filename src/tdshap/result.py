@@ -371,23 +371,23 @@ class ValuationResult:
 
         # the fields are checked once, by the constructor (a result built by hand is held
         # to the same rules); here only what a file adds: defaults and JSON's nulls
-        seconds = {name: np.nan if data.get(name, 0.0) is None else data.get(name, 0.0)
-                   for name in ("wall_seconds", "fit_seconds")}  # null: not recorded
+        fields: dict[str, Any] = {name: data.get(name) for name in _ARRAYS}
+        fields.update({name: np.nan if data.get(name, 0.0) is None else data.get(name, 0.0)
+                       for name in ("wall_seconds", "fit_seconds")})  # null: not recorded
+        fields.update(
+            algorithm=data.get("algorithm"),
+            threshold=data.get("threshold"),
+            n_fits=data.get("n_fits", 0),
+            n_evaluations=data.get("n_evaluations", 0),
+            seed=data.get("seed"),
+            config=data.get("config") or {},
+            guarantee=data.get("guarantee"),
+            extra=data.get("extra") or {},
+            confidence=data.get("confidence", 0.95),
+            interval=data.get("interval", DEFAULT_INTERVAL),
+        )
         try:
-            result = cls(
-                algorithm=data.get("algorithm"),
-                **{name: data.get(name) for name in _ARRAYS},
-                threshold=data.get("threshold"),
-                n_fits=data.get("n_fits", 0),
-                n_evaluations=data.get("n_evaluations", 0),
-                seed=data.get("seed"),
-                config=data.get("config") or {},
-                guarantee=data.get("guarantee"),
-                extra=data.get("extra") or {},
-                confidence=data.get("confidence", 0.95),
-                interval=data.get("interval", DEFAULT_INTERVAL),
-                **seconds,
-            )
+            result = cls(**fields)
         except (TypeError, ValueError) as err:
             raise ResultFileError(str(err)) from None
         extra = result.extra

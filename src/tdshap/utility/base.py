@@ -365,10 +365,10 @@ class Utility:
         self.fit_seconds += time.perf_counter() - start
         self.n_fits += 1
         if not np.isfinite(score):  # no score of the model: a failed fit, counted as one
-            err = ValueError(f"metric {self.metric.name!r} returned {score} on a subset.")
+            failure = ValueError(f"metric {self.metric.name!r} returned {score} on a subset.")
             if self.on_error == "raise":
-                raise err
-            self.record_failure(err)
+                raise failure
+            self.record_failure(failure)
             self.n_fallbacks += 1
             return self.fallback_score(idx)
         return float(score)
