@@ -205,6 +205,7 @@ def test_a_manifest_or_lock_that_is_no_small_file_is_refused_promptly(
 
 @pytest.mark.parametrize(("option", "words"), [
     (["--jobs", "0"], ("--jobs 0",)),
+    (["--jobs", "1000000000"], ("--jobs 1000000000", "more workers than joblib can start")),
     (["--seed", "-1"], ("--seed",)),
     (["--trials", "100000000000"], ("--trials", "1<=x<=10000")),
     (["--seed", "4294967296"], ("--seed", "0<=x<=4294967295")),
@@ -212,8 +213,8 @@ def test_a_manifest_or_lock_that_is_no_small_file_is_refused_promptly(
     (["--out", "victim"], ("holds files tdshap did not write", "--force")),
     (["--out", "wine.csv"], ("is a file",)),
     (["--out", "/proc/demo"], ("system folder",)),
-], ids=["no-jobs", "negative-seed", "huge-trials", "seed-past-2**32", "last-seed-past-2**32",
-        "users-folder", "a-file", "proc"])
+], ids=["no-jobs", "a-billion-jobs", "negative-seed", "huge-trials", "seed-past-2**32",
+        "last-seed-past-2**32", "users-folder", "a-file", "proc"])
 def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
                                                   words: tuple[str, ...]) -> None:
     # it wrote into any --out (the user's files of its names replaced) and ended bad options

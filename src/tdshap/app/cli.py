@@ -10,6 +10,7 @@ import click
 from tdshap._validation import MAX_SEED, check_seed_span
 from tdshap.app.cli_clean import GivenPath, OneLineCommand, clean, one_line_errors, value
 from tdshap.app.outdir import OutputFolder
+from tdshap.utility.parallel import check_n_jobs
 
 #: a trial takes seconds, so this many are a day's work; 10**11 filled memory with the names
 #: of their outputs before any trial ran ("unexpected MemoryError ... please report")
@@ -61,9 +62,10 @@ def _demo(trials: int, seed: int, jobs: int, out: Path, force: bool, progress: b
         write_trial,
     )
 
-    if jobs == 0:  # joblib's own error is a traceback
-        raise ValueError("--jobs 0 runs no trial: give 1, a number of workers, or -1 (one per "
-                         "core).")
+    try:  # joblib's own errors are tracebacks; the library's check, in this command's words
+        check_n_jobs(jobs)
+    except ValueError as err:
+        raise ValueError(str(err).replace(f"n_jobs={jobs!r}", f"--jobs {jobs}")) from None
     check_seed_span(seed, trials)
     seeds = range(seed, seed + trials)
     # --out is checked before any work, and written as one set like clean's (outdir)
