@@ -320,9 +320,10 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
                 f" (part {part} of {len(runs)})" if len(runs) > 1 else "")
             run_.cleansing.plot(tmp / names[2], title=title)
             written.append(names[2])
-    if runs[0].cleansing is not None:
-        removed = np.concatenate([r.data.train_rows[r.cleansing.removed] for r in runs
-                                  if r.cleansing is not None])
+    removals = [r.data.train_rows[r.cleansing.removed] for r in runs
+                if r.cleansing is not None]
+    if removals:  # every part cleanses, or none does
+        removed = np.concatenate(removals)
         keep = np.setdiff1d(np.arange(len(frame)), removed)
         name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
         write_rows_like(train_path, frame, keep, tmp / name)
