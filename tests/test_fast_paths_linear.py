@@ -124,3 +124,21 @@ def test_float32_and_probability_metrics_are_not_eligible():
         LinearChainUtility(Ridge(), "neg_mae", X.astype(np.float32), y, Xv.astype(np.float32), yv)
     with pytest.raises(NotEligible, match="predictions"):
         LinearChainUtility(Ridge(), "explained_variance", X, y, Xv, yv)
+
+
+def test_wide_data_takes_fewer_steps_a_chunk_within_the_memory_budget(monkeypatch):
+    """A chunk holds a (d+1) x (d+1) matrix per step; a budget for 3 steps of 9 features
+    gives 3-step chunks with the same scores, and one too small for a step declines."""
+    data = _regression(60, 9, seed=15)
+    ref, fast = _pair(Ridge(alpha=0.5), "neg_mae", data)
+    assert fast.chunk_size == 128
+    step = 4 * 8 * 10 ** 2  # STACKS_HELD stacks of one 10 x 10 matrix of float64
+    monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", str(3.5 * step / 2**30))
+    small = LinearChainUtility(Ridge(alpha=0.5), "neg_mae", *data)
+    assert small.chunk_size == 3
+    chains = random_chains(60, [(5, 40), (0, 20)], seed=16)
+    assert compare_chains(ref, small, chains) <= 1e-9
+    assert small.n_fast_evaluations > 0.8 * small.n_evaluations
+    monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", str(0.5 * step / 2**30))
+    with pytest.raises(NotEligible, match="memory budget"):
+        LinearChainUtility(Ridge(alpha=0.5), "neg_mae", *data)

@@ -16,6 +16,7 @@ from tdshap.methods import DataOOB, KNNOutOfBag
 from tdshap.methods.tdoob import ThresholdingOOB
 from tdshap.result import ValuationResult
 from tdshap.utility.fast import NotEligible
+from tdshap.utility.fast import neighbor_lists
 from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import NeighborLists, RemovalFits
 from tdshap.utility.metrics import row_scores
@@ -185,6 +186,18 @@ def test_lists_over_the_memory_budget_are_refused_before_searching(
     monkeypatch.setenv("TDSHAP_MEMORY_BUDGET_GB", "lots")
     with pytest.raises(ValueError, match="TDSHAP_MEMORY_BUDGET_GB"):
         memory_budget()
+
+
+def test_exact_distances_a_few_rows_at_a_time_sort_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact re-sort holds rows x depth x features differences: on wide data a
+    block's would be gigabytes, so it goes a few rows at a time, to the same lists."""
+    X, y = _classes(300, seed=3, rounded=True)  # ties: the order by row number must hold
+    whole = NeighborLists(KNeighborsClassifier(5), X, y)
+    monkeypatch.setattr(neighbor_lists, "EXACT_ORDER_BYTES", 1)  # one row at a time
+    rowwise = NeighborLists(KNeighborsClassifier(5), X, y)
+    np.testing.assert_array_equal(whole.index, rowwise.index)
+    np.testing.assert_array_equal(whole.dist2, rowwise.dist2)
 
 
 @pytest.mark.parametrize("rounded", [False, True])

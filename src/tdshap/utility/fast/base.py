@@ -79,7 +79,7 @@ class FastPathUtility(Utility):
     counter_names = (*Utility.counter_names, "n_fast_evaluations", "n_fast_declined")
     # steps computed together: large enough to amortise numpy calls, small
     # enough that a truncated TMC chain wastes little
-    chunk_size: ClassVar[int] = 128
+    chunk_size: int = 128
 
     def __init__(self, estimator: Any, metric: Any, X: np.ndarray, y: np.ndarray,
                  X_val: np.ndarray, y_val: np.ndarray, **kwargs: Any) -> None:

@@ -33,11 +33,15 @@ import numpy as np
 from sklearn.linear_model import LinearRegression, Ridge
 
 from tdshap.utility.fast.base import FastPathUtility, NotEligible
+from tdshap.utility.fast.budget import memory_budget, over_budget
 from tdshap.utility.fast.pipeline import final_estimator, transform_once
 
 # above this the normal equations lose more than ~1e-10 relative accuracy
 DEFAULT_MAX_CONDITION = 1e6
 EXACT_RIDGE_SOLVERS = ("auto", "cholesky", "svd")
+#: stacks of a chunk's normal matrices alive at once: the rank-one terms, their running
+#: sum, the solve's copy, and the eigenvalue check's copy when the ends do not certify it
+STACKS_HELD = 4
 
 
 def linear_parameters(model: Any) -> tuple[float, bool]:
@@ -95,6 +99,13 @@ class LinearChainUtility(FastPathUtility):
         self._zy = self._Z * (yf - self._y_shift)[:, None]
         penalty = alpha / scale**2
         self._penalty = np.diag(np.append(penalty, 0.0) if intercept else penalty)
+        # a chunk holds a (d+1) x (d+1) matrix per step: 128 steps of 1,000 features are
+        # 1 GB a stack, so wide data takes fewer steps a chunk, within the memory budget
+        step_bytes = STACKS_HELD * 8 * self._Z.shape[1] ** 2
+        problem = over_budget(f"the normal equations of {Xf.shape[1]:,} features", step_bytes)
+        if problem:
+            raise NotEligible(problem)
+        self.chunk_size = int(min(self.chunk_size, memory_budget() // step_bytes))
 
     @staticmethod
     def _design(X: np.ndarray, intercept: bool) -> np.ndarray:

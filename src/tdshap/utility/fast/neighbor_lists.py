@@ -78,6 +78,8 @@ from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA
 #: query rows searched per block (each block's search holds block x N distances in
 #: scikit-learn's chunks of ``working_memory``)
 SEARCH_BLOCK = 4096
+#: The most bytes the exact re-sort of a block's lists holds in differences at once.
+EXACT_ORDER_BYTES = 64 * 2**20
 #: bytes one (query, list entry) pair holds: an int32 row and a float64 distance
 ENTRY_BYTES = 12
 
@@ -483,8 +485,13 @@ def _exact_order(X: np.ndarray, Qb: np.ndarray, found: np.ndarray,
                  depth: int) -> tuple[np.ndarray, np.ndarray]:
     """The first ``depth`` of each row's ``found`` training rows by exact squared
     distance to its query (ties by row number)."""
-    diff = X[found] - Qb[:, None, :]
-    d2 = np.einsum("ijk,ijk->ij", diff, diff)
+    d2 = np.empty(found.shape)
+    # the differences of a block of rows hold rows x depth x features floats (4,096 x 72 x
+    # 1,000 features: 2.4 GB); a few at a time they stay within EXACT_ORDER_BYTES
+    step = max(1, EXACT_ORDER_BYTES // (8 * max(1, found.shape[1] * X.shape[1])))
+    for lo in range(0, len(found), step):
+        diff = X[found[lo : lo + step]] - Qb[lo : lo + step, None, :]
+        d2[lo : lo + step] = np.einsum("ijk,ijk->ij", diff, diff)
     order = np.lexsort((found, d2), axis=-1)[:, :depth]
     return (np.take_along_axis(found, order, axis=1).astype(np.int32),
             np.take_along_axis(d2, order, axis=1))
