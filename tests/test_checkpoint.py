@@ -370,6 +370,7 @@ def test_a_fresh_run_overwrites_an_earlier_checkpoint_but_not_through_a_link(
     ("counters", {"n_fits": -1}, "field 'n_fits' is -1"),
     ("counters", {"first_error": 7}, "counter 'first_error' is 7, not a message"),
     ("counters", [1], "field 'counters' is [1], not a record"),
+    ("origin", "x", "field 'origin' is 'x', not a record"),
 ])
 def test_checkpoint_info_refuses_odd_fields(tmp_path, field, value, words):
     # it returned whatever the file held: a string for rounds, a list for elapsed, a
@@ -394,3 +395,26 @@ def test_checkpoint_info_refuses_odd_fields(tmp_path, field, value, words):
     message = str(caught.value)
     assert message.startswith(f"checkpoint {str(path)!r} is damaged or was edited: ")
     assert words in message and len(message) < 300, message
+
+
+def test_an_origin_is_saved_beside_the_fingerprints_and_never_compared(
+        breast_cancer_small, tmp_path):
+    # an application records where the rows came from, to explain a refused resume in its
+    # own terms (tdshap clean: the files and the seed of their split); a checkpoint without
+    # one (every checkpoint before it) is read and resumed as before
+    from tdshap.methods.checkpoint.files import CheckpointDataError
+
+    d = breast_cancer_small
+    path = tmp_path / "run.tdshap"
+    _fit(d, max_iter=2, checkpoint=path)
+    assert checkpoint_info(path)["origin"] is None
+    m = _model(max_iter=4, checkpoint=path, resume=True)
+    m.checkpoint_origin = {"files": "abc", "options": {"seed": 0}}
+    assert "checkpoint_origin" not in m.get_params()  # not a setting: resuming does not compare it
+    m.fit(d.X_train, d.y_train, d.X_val, d.y_val)
+    _same_run(m, _fit(d, max_iter=4))
+    assert checkpoint_info(path)["origin"] == {"files": "abc", "options": {"seed": 0}}
+    y = d.y_train.copy()
+    y[0] = 1 - y[0]
+    with pytest.raises(CheckpointDataError, match="different data"):
+        _model(max_iter=6, resume=path).fit(d.X_train, y, d.X_val, d.y_val)

@@ -435,6 +435,66 @@ def test_a_checkpoint_that_cannot_be_resumed_is_refused_before_the_plan_is_shown
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
 
 
+def test_a_resume_of_another_split_names_the_option_that_changed(
+        tmp_path: Path, train: Path) -> None:
+    # --seed 1 --resume read "was made with different data (X, y, X_val or y_val differ)":
+    # the file was the same, the seed split it into other rows
+    base = ("value", train, "--target", "y", "--out", "out", *FAST)
+    assert tdshap(*base, cwd=tmp_path).returncode == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    for change, detail in ((["--seed", "1"], "(--seed: checkpoint 0, now 1)"),
+                           (["--val-fraction", "0.3"], "(--val-fraction: checkpoint 0.25, "
+                            "now 0.3)")):
+        res = tdshap(*base, "--resume", *change, cwd=tmp_path)
+        assert res.returncode == 2 and res.stdout == "", res.stdout
+        line = res.stderr.strip()
+        assert line.startswith("Error: --resume: checkpoint ") and "\n" not in line, line
+        assert "was made from the same files split differently " + detail in line, line
+        assert line.endswith(f"put back the checkpoint's {change[0]}, or start a new run "
+                             "without --resume."), line
+        assert "different data" not in line and "`" not in line, line
+    # the file itself changed: said so, and not as a changed option
+    write(table(seed=1), train)
+    res = tdshap(*base, "--resume", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "was made from other data (the training, validation or test file differs)" in \
+        res.stderr and "--seed" not in res.stderr, res.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+
+
+def test_a_resume_with_another_seed_beside_a_validation_file_names_seed(
+        tmp_path: Path, train: Path) -> None:
+    # with --val the seed splits nothing, but it seeds the valuation: the refusal named
+    # the library's random_state, which the command has no option for
+    val = write(table(seed=2), tmp_path / "val.csv")
+    base = ("value", train, "--val", val, "--target", "y", "--out", "out", *FAST)
+    assert tdshap(*base, cwd=tmp_path).returncode == 0
+    res = tdshap(*base, "--resume", "--seed", "4", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "(--seed: checkpoint 0, now 4)" in res.stderr and "random_state" not in \
+        res.stderr, res.stderr
+
+
+def test_a_resumed_run_estimates_what_it_has_left(tmp_path: Path, train: Path) -> None:
+    # the cost line of a resumed run estimated the whole run, rounds already done included
+    base = ("value", train, "--target", "y", "--method", "tdshap", "--k", "5", "--n-min", "5",
+            "--no-progress")
+
+    def evaluations(res: subprocess.CompletedProcess[str]) -> int:
+        assert res.returncode == 0, res.stderr
+        return int(res.stdout.split(": about ", 1)[1].split(" evaluations", 1)[0])
+
+    first = tdshap(*base, "--max-iter", "2", "--out", "out", cwd=tmp_path)
+    assert first.stdout.startswith("cost estimate: about "), first.stdout
+    resumed = tdshap(*base, "--max-iter", "5", "--resume", "--out", "out", cwd=tmp_path)
+    assert resumed.stdout.startswith("cost estimate of what is left (resuming from round 2 "
+                                     "of 5): about "), resumed.stdout
+    whole = tdshap(*base, "--max-iter", "5", "--out", "fresh", cwd=tmp_path)
+    assert evaluations(resumed) == evaluations(whole) - evaluations(first) > 0
+    done = tdshap(*base, "--max-iter", "5", "--resume", "--out", "out", cwd=tmp_path)
+    assert "(resuming from round 5 of 5): about 0 evaluations" in done.stdout, done.stdout
+
+
 @pytest.mark.slow
 def test_resume_extends_a_finished_run(tmp_path: Path, train: Path) -> None:
     base = ("value", train, "--target", "y", "--method", "tdshap", "--k", "5", "--n-min", "5",

@@ -284,8 +284,10 @@ def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> N
     import signal
     import time
 
-    args = ["value", "wine.csv", "--target", "target", "--model", "dtree", "--max-iter", "120",
-            "--checkpoint-every", "0", "--no-progress"]
+    # --method tdshap: the default method (thresholding Data-OOB) saves no checkpoint, so the
+    # run finished unkilled and the test skipped
+    args = ["value", "wine.csv", "--target", "target", "--model", "dtree", "--method", "tdshap",
+            "--max-iter", "120", "--checkpoint-every", "0", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "tdshap.app.cli", *args, "--out", "out"],
                             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -297,6 +299,9 @@ def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> N
     if (work / "out" / "values.csv").exists():
         pytest.skip("the run finished before it could be killed")
     assert (work / "out" / ".tdshap.lock").read_text() == str(proc.pid)
+    # the manifest the killed run left names its checkpoint only as being written
+    manifest = json.loads((work / "out" / ".tdshap-manifest.json").read_text())
+    assert manifest["files"] == [] and manifest["writing"] == ["run.tdshap"], manifest
     resumed = tdshap(*args, "--out", "out", "--resume", cwd=work)
     assert resumed.returncode == 0, resumed.stderr
     fresh = tdshap(*args, "--out", "fresh", cwd=work)
@@ -452,6 +457,50 @@ def test_a_users_file_at_the_checkpoint_path_is_not_listed_as_ours(tmp_path: Pat
     run(users=False)
     assert is_checkpoint_file(out / "run.tdshap")
     run(users=True)  # an earlier run's folder, its checkpoint replaced
+    assert (out / "run.tdshap").read_text() == "my notes"
+
+
+def test_the_manifest_at_claim_lists_only_what_is_there(tmp_path: Path) -> None:
+    """It listed run.tdshap among the files as the run claimed the folder, before any
+    checkpoint existed (and for runs that never write one). The checkpoint is named as
+    what the run is writing: a run killed after saving it leaves a folder a later run
+    takes up, and a user's file put at that name after the crash is not counted as ours."""
+    from tdshap.app.outdir import LOCK, MANIFEST, OutputError, OutputFolder, read_manifest
+    from tdshap.methods.checkpoint.files import is_checkpoint_file, write_checkpoint
+
+    out = tmp_path / "out"
+
+    def folder() -> OutputFolder:
+        f = OutputFolder(out, keep=("run.tdshap",), known=("values.csv", "run.tdshap"),
+                         kept_is_ours=is_checkpoint_file)
+        f.check([], ["values.csv"])
+        return f
+
+    def killed(f: OutputFolder) -> None:  # SIGKILL: no publish, no release; its pid is gone
+        (out / LOCK).write_text(str(2**22 + 1))
+        f.locked = False
+
+    first = folder()
+    first.claim()
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["files"] == [] and manifest["writing"] == ["run.tdshap"], manifest
+    assert not manifest["complete"] and read_manifest(out) == []
+    write_checkpoint(out / "run.tdshap", {"algorithm": "test"}, {})
+    killed(first)
+    again = folder()  # the checkpoint the killed run saved is ours: taken up, not refused
+    assert again.old_files == ["run.tdshap"]
+    again.claim()
+    assert json.loads((out / MANIFEST).read_text())["files"] == ["run.tdshap"]
+    killed(again)
+    (out / "run.tdshap").unlink()
+    first = folder()
+    first.claim()  # listed by the last claim, gone since: named as being written again
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["files"] == [] and manifest["writing"] == ["run.tdshap"], manifest
+    (out / "run.tdshap").write_text("my notes")  # the run never saved one: not ours either
+    killed(first)
+    with pytest.raises(OutputError, match=r"not outputs of an earlier run: run\.tdshap"):
+        folder()
     assert (out / "run.tdshap").read_text() == "my notes"
 
 

@@ -389,7 +389,7 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
      r"and test rows are held out; the other classes have too few rows \('b' has 2 rows\)"),
     (_X, _Y, {"max_iter": -1}, r"max_iter=-1 must be a whole number from 0 to 2\*\*63 - 1"),
     (_X, _Y, {"k": 0}, r"k=0 must be a whole number >= 1"),
-    (_X, _Y, {"eps": "x"}, r"eps='x' must be a number >= 0"),
+    (_X, _Y, {"eps": "x"}, r"eps='x' must be a finite number >= 0"),
     (_X, _Y, {"n_min": -5}, r"n_min=-5 must be a whole number >= 0"),
     (_X, [f"id{i}" for i in range(60)], {}, "no held-out validation row has a class the "
      "training rows have: 60 classes in 60 rows"),
@@ -512,3 +512,59 @@ def test_held_out_rows_of_a_single_class_are_valid() -> None:
     rows = tdshap.find_harmful(_X[:40], _Y[:40], X_val=_X[40:][ones], y_val=_Y[40:][ones],
                                X_test=_X[40:][~ones], y_test=_Y[40:][~ones])
     assert len(rows) == 40 and rows.run.cleansing is not None
+
+
+@pytest.mark.parametrize(("kwargs", "name", "valid", "none"), [
+    # "or None" is offered only where None is taken, and then says what it means
+    ({"tau": None}, "tau=None", "a finite number", False),
+    ({"tau": float("nan")}, "tau=nan", "a finite number", False),
+    ({"eps": float("inf")}, "eps=inf", "a finite number >= 0", False),
+    ({"k": None}, "k=None", "a whole number >= 1", False),
+    ({"n_min": 1.5}, "n_min=1.5", "a share of N strictly between 0 and 1", False),
+    ({"n_min": None}, "n_min=None", "a whole number >= 0", False),
+    ({"max_iter": -1}, "max_iter=-1", "from 0 to 2**63 - 1",
+     "or None for no limit on rounds (with a time_budget to stop the run)"),
+    ({"time_budget": 0}, "time_budget=0", "a finite number of seconds > 0",
+     "or None for no limit on time"),
+    # None for both was taken here, then the run failed naming atol, rtol and stopping=
+    ({"max_iter": None}, "max_iter=None (no limit on rounds) needs a time_budget",
+     "a whole number of rounds for max_iter", False),
+])
+def test_option_messages_name_the_parameter_and_offer_only_what_is_taken(
+        kwargs: dict[str, Any], name: str, valid: str, none: str | bool) -> None:
+    from tdshap.app.run import TDShapOptions
+
+    with pytest.raises(ValueError) as err:
+        TDShapOptions(**kwargs).check()
+    message = str(err.value)
+    assert message.startswith(name) and valid in message, message
+    if none:
+        assert none in message, message
+    else:
+        assert "None" not in message.replace(name, "", 1), message
+
+
+def test_find_harmful_without_a_limit_on_rounds_or_time_is_refused_up_front() -> None:
+    with pytest.raises(ValueError, match=r"^max_iter=None \(no limit on rounds\) needs a "
+                       "time_budget") as err:
+        tdshap.find_harmful(_X, _Y, max_iter=None, method="tdshap")
+    assert "atol" not in str(err.value) and "stopping=" not in str(err.value)
+
+
+@pytest.mark.parametrize(("check", "said"), [
+    (lambda: tdshap.methods.stopping.build_stopping(time_budget=0), "or None for no limit on "
+     "time"),
+    (lambda: tdshap.methods.stopping.build_stopping(atol=-1), "or None not to stop on small "
+     "changes"),
+    (lambda: tdshap.methods.LeaveOneOut(Ridge(), max_remove=0)._check_params(10),
+     "or None to rank all rows but one"),
+    (lambda: tdshap.methods.SequentialRemoval(
+        tdshap.methods.LeaveOneOut(Ridge()), max_remove=0)._check_params(10),
+     r"or None for half of N \(5\)"),
+    (lambda: tdshap.methods.ThresholdingOOB(Ridge(), metric="r2").row_metric(),
+     "or None for the task's default"),
+])
+def test_library_messages_say_what_none_means(check: Any, said: str) -> None:
+    # each read "... or None." without saying what None would do
+    with pytest.raises(ValueError, match=said):
+        check()

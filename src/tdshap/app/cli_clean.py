@@ -11,6 +11,7 @@ into that line. The output folder is owned, locked and published as one set
 
 from __future__ import annotations
 
+import hashlib
 import re
 import warnings
 from collections import Counter
@@ -55,6 +56,9 @@ FLAGS = {
     "eps": "--eps", "tau": "--tau", "max_iter": "--max-iter",
     "checkpoint_every": "--checkpoint-every", "method": "--method", "resume": "--resume",
     "neighbor_search": "--neighbor-search", "every_row": "--every-row",
+    # the seed splits the rows and seeds the valuation (the library's random_state)
+    "seed": "--seed", "random_state": "--seed", "target": "--target",
+    "id_column": "--id-column",
 }
 
 
@@ -377,6 +381,26 @@ def _check_options(opts: dict[str, Any]) -> None:
                          "out to hold out a share of TRAIN.")
 
 
+def _origin(opts: dict[str, Any], test_fraction: float) -> dict[str, Any]:
+    """Where a run's rows come from, saved in its checkpoint: a fingerprint of the input
+    files' bytes and the options that read and split them. A resume of other rows is
+    then told as the option that changed (``--seed``), not as "different data"."""
+    h = hashlib.blake2b(digest_size=16)
+    for role in ("train", "val_path", "test_path"):
+        h.update(f"{role}:".encode())  # a --val given in one run only changes the print
+        if opts[role] is not None:
+            with open(opts[role], "rb") as fh:
+                for block in iter(lambda: fh.read(2**20), b""):
+                    h.update(block)
+                h.update(f";{fh.tell()};".encode())  # where one file ends, the next begins
+    options: dict[str, Any] = {"target": opts["target"], "id_column": opts["id_column"],
+                               "task": opts["task"], "impute": opts["impute"]}
+    if opts["val_path"] is None:  # the fractions and the seed split TRAIN only without --val
+        options.update(seed=opts["seed"], val_fraction=opts["val_fraction"],
+                       test_fraction=0.0 if opts["test_path"] else test_fraction)
+    return {"files": h.hexdigest(), "options": options}
+
+
 def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     ctx = click.get_current_context()
     given = {name for name in opts
@@ -411,14 +435,14 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                 path, target, id_col, f"{'validation' if key == 'val' else 'test'}", frame)
     options = TDShapOptions(opts["tau"], opts["eps"], opts["k"], opts["n_min"],
                             opts["max_iter"], opts["time_budget"])
+    test_fraction = opts["test_fraction"] if do_cleanse or "test_fraction" in given else 0.0
+    origin = _origin(opts, test_fraction)
 
     def prepared(swap: bool) -> PreparedData:
         return prepare(X, y, others.get("X_val"), others.get("y_val"), others.get("X_test"),
                        others.get("y_test"), task=opts["task"],
-                       val_fraction=opts["val_fraction"],
-                       test_fraction=opts["test_fraction"] if do_cleanse or
-                       "test_fraction" in given else 0.0, impute=opts["impute"],
-                       seed=opts["seed"], swap=swap)
+                       val_fraction=opts["val_fraction"], test_fraction=test_fraction,
+                       impute=opts["impute"], seed=opts["seed"], swap=swap)
 
     def planned(data: PreparedData, part: int) -> RunPlan:
         checkpoint = checkpoints[part - 1]
@@ -430,7 +454,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
             resume=opts["resume"] and checkpoint.is_file(),
             allow_import=tuple(opts["allow_import"]),
             max_failed_fraction=opts["max_failed_fraction"], method=opts["method"],
-            cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"])
+            cut=opts["cut"].replace("-", "_"), neighbor_search=opts["neighbor_search"],
+            origin=origin)
 
     plans = plan_parts(every_row, opts["val_path"] is not None, prepared, planned)
     for part, checked in enumerate(plans, 1):

@@ -5,7 +5,11 @@ Ownership
     only what an earlier run wrote there, as listed in its manifest
     (:data:`MANIFEST`). A folder holding anything else is refused unless the
     user passes ``force``; an input file inside ``--out`` is refused (the
-    next set of outputs would replace or remove it).
+    next set of outputs would replace or remove it). A run that claims the
+    folder lists the files there and names apart, as ``writing``, the
+    checkpoint it saves as it goes: a run killed after saving it leaves a
+    folder a later run resumes or replaces, and a file put at that name after
+    the crash counts as the tool's only if it is a checkpoint.
 
 Lock
     While a run works, ``--out`` holds :data:`LOCK`, created exclusively with
@@ -63,8 +67,21 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def read_manifest(folder: Path) -> list[str] | None:
-    """The file names a manifest in ``folder`` lists, or None when there is no valid one."""
+def _names(value: Any) -> list[str] | None:
+    """``value`` if it is a list of plain file names (no folders), else None."""
+    if not isinstance(value, list) or not all(
+        isinstance(f, str) and f and os.sep not in f and f not in (".", "..") for f in value
+    ):
+        return None
+    return value
+
+
+def _read_manifest(folder: Path) -> tuple[list[str], list[str]] | None:
+    """``(files, writing)`` of the manifest in ``folder``, or None when there is no valid one.
+
+    ``writing`` (absent before it was recorded) names the files a run that claimed the
+    folder was to write as it worked (its checkpoint), not there when it claimed it.
+    """
     raw = read_small_file(folder / MANIFEST, MAX_MANIFEST_BYTES)
     try:
         data = json.loads(raw.decode("utf-8")) if raw is not None else None
@@ -72,18 +89,25 @@ def read_manifest(folder: Path) -> list[str] | None:
         return None
     if not isinstance(data, dict):  # valid JSON of another shape (a list, a string)
         return None
-    files = data.get("files")
-    if data.get("format") != MANIFEST_FORMAT or not isinstance(files, list) or not all(
-        isinstance(f, str) and f and os.sep not in f and f not in (".", "..") for f in files
-    ):
+    files, writing = _names(data.get("files")), _names(data.get("writing", []))
+    if data.get("format") != MANIFEST_FORMAT or files is None or writing is None:
         return None
-    return files
+    return files, writing
 
 
-def _manifest_bytes(files: Iterable[str], complete: bool, about: dict[str, Any]) -> bytes:
-    body = {"format": MANIFEST_FORMAT, "version": 1, "files": sorted(set(files)),
-            "complete": complete, **about}
-    return (json.dumps(body, indent=1) + "\n").encode()
+def read_manifest(folder: Path) -> list[str] | None:
+    """The file names a manifest in ``folder`` lists, or None when there is no valid one."""
+    record = _read_manifest(folder)
+    return None if record is None else record[0]
+
+
+def _manifest_bytes(files: Iterable[str], complete: bool, about: dict[str, Any],
+                    writing: Iterable[str] = ()) -> bytes:
+    body: dict[str, Any] = {"format": MANIFEST_FORMAT, "version": 1,
+                            "files": sorted(set(files)), "complete": complete}
+    if writing:
+        body["writing"] = sorted(set(writing))
+    return (json.dumps({**body, **about}, indent=1) + "\n").encode()
 
 
 def _pid_alive(pid: int) -> bool:
@@ -194,9 +218,15 @@ class OutputFolder:
 
     def _foreign(self) -> list[str]:
         """What ``--out`` holds besides an earlier run's outputs (refused without ``force``)."""
-        listed = read_manifest(self.real)
+        record = _read_manifest(self.real)
+        listed, writing = record if record is not None else (None, [])
         # only names this tool writes count as its own, whatever an edited manifest lists
         self.old_files = [n for n in listed or [] if self._known(n)]
+        # a run killed after it saved its checkpoint left it there, named only as what the
+        # run was writing: ours when it is a checkpoint, else a user's file put there after
+        # the crash (a listed one was the tool's: damaged, it is refused as a checkpoint)
+        self.old_files += [n for n in writing if n in self.keep and n not in self.old_files
+                           and self._kept_ours(self.real / n)]
         ours = set(self.old_files) | {MANIFEST, LOCK}
         foreign = sorted(n for n in os.listdir(self.real)
                          if n not in ours and not n.startswith(STAGING) and not self._partial(n))
@@ -216,6 +246,10 @@ class OutputFolder:
         stem, sep, pid = name.rpartition(".tmp-")
         return bool(sep) and pid.isdigit() and stem[:1] == "." and (
             self._known(stem[1:]) or stem[1:] == MANIFEST)
+
+    def _kept_ours(self, path: Path) -> bool:
+        """Whether the file at a ``keep`` path is the run's own (see ``kept_is_ours``)."""
+        return path.is_file() and (self.kept_is_ours is None or self.kept_is_ours(path))
 
     def _known(self, name: str) -> bool:
         """A name that a run of this tool writes (only those may an old manifest claim)."""
@@ -242,11 +276,16 @@ class OutputFolder:
             if not self.created:
                 self._foreign()  # files added since the check are refused too
             self._sweep()
-            files = [*self.old_files, *self.keep]
-            if self.created or set(files) != set(self.old_files) or \
-                    not (self.real / MANIFEST).exists():
-                atomic_write_bytes(self.real / MANIFEST, _manifest_bytes(files, False, {}))
-            self.old_files = files
+            # the files are what is there; the checkpoint the run saves as it goes is named
+            # apart, so that a run killed after saving it leaves a folder a later run can
+            # resume or replace, while the manifest never lists a file that is not there
+            self.old_files = [n for n in self.old_files if os.path.lexists(self.real / n)]
+            writing = [n for n in self.keep if n not in self.old_files]
+            record = _read_manifest(self.real)
+            if self.created or record is None or (set(record[0]), set(record[1])) != (
+                    set(self.old_files), set(writing)):
+                atomic_write_bytes(self.real / MANIFEST,
+                                   _manifest_bytes(self.old_files, False, {}, writing))
         except OSError as err:
             self.release()
             raise OutputError(f"cannot use output folder {self.out}: {err.strerror or err}.") \
@@ -314,8 +353,7 @@ class OutputFolder:
             shutil.rmtree(stage, ignore_errors=True)
             stage.mkdir()
             written = write(stage)
-            kept = [n for n in self.keep if (self.real / n).is_file() and (
-                self.kept_is_ours is None or self.kept_is_ours(self.real / n))]
+            kept = [n for n in self.keep if self._kept_ours(self.real / n)]
             # a keep name the user's file took is theirs: never listed, replaced or removed
             self.old_files = [n for n in self.old_files if n not in self.keep or n in kept]
             if not self.in_place:

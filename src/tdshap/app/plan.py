@@ -12,6 +12,7 @@ too many fits of a stage failed (their score is the fallback's, see
 from __future__ import annotations
 
 import os
+import reprlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
 from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
+from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError, checkpoint_info
 from tdshap.utility.base import nested_params
 from tdshap.utility.fast.approximate_search import check_search
 
@@ -166,6 +168,9 @@ class CostEstimate:
     cleansing_seconds: float | None = None  # None: cleansing_fits x seconds_per_evaluation
     refit_seconds: float | None = None  # what refitting every evaluation would cost instead
     setup_what: str = "a neighbour search"  # what the setup seconds pay for
+    #: where a resumed run takes up its checkpoint ("" for a fresh run): the evaluations
+    #: are then those left, and the line says so
+    resumed: str = ""
 
     @property
     def seconds(self) -> float:
@@ -192,6 +197,9 @@ class CostEstimate:
         else:
             line = (f"cost estimate: about {self.evaluations:,} evaluations + {cleansing} "
                     f"(timed on {self.timed} evaluations) = {_duration(self.seconds)}{budget}")
+        if self.resumed:
+            line = line.replace("cost estimate:",
+                                f"cost estimate of what is left ({self.resumed}):", 1)
         if self.path:
             line += f"\npath: {self.path}"
         if self.refit_seconds is not None:
@@ -246,8 +254,12 @@ class RunPlan:
 
 
 def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool,
-              seed: int) -> CostEstimate:
-    """Time a few evaluations of chains like the run's; fail if every fit fails."""
+              seed: int, done: dict[str, Any] | None = None) -> CostEstimate:
+    """Time a few evaluations of chains like the run's; fail if every fit fails.
+
+    ``done`` is the :func:`checkpoint_info` of the checkpoint a resumed run continues:
+    only what it has left is estimated (the cleansing is never checkpointed).
+    """
     from tdshap.cleansing import removal_grid
     from tdshap.utility.base import Chain
 
@@ -271,10 +283,19 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
         raise TooManyFailures(
             f"the model failed on every one of {utility.n_fits} trial fits before the run "
             f"({utility.first_error}): fix the model or its parameters.")
-    init = -(-n // k) * (k + 1)
-    rounds = 0 if tdshap.max_iter is None else tdshap.max_iter * tdshap.n_blocks * (k + 1)
+    blocks, max_iter = -(-n // k), tdshap.max_iter
+    blocks_done, rounds_done, resumed = 0, 0, ""
+    if done is not None:  # check_resume has checked these counts against N, k and max_iter
+        blocks_done, rounds_done = int(done["init_done"] or 0), int(done["rounds"] or 0)
+        of = "no limit on rounds" if max_iter is None else f"of {max_iter:,}"
+        resumed = (f"resuming from round {rounds_done:,} {of}" if blocks_done >= blocks else
+                   f"resuming in the first pass, {blocks_done:,} of {blocks:,} blocks done")
+    init = max(blocks - blocks_done, 0) * (k + 1)
+    rounds = 0 if max_iter is None else \
+        max(max_iter - rounds_done, 0) * tdshap.n_blocks * (k + 1)
     grid = len(removal_grid(n, None, cleanse_fraction(tdshap.estimator, n))) if do_cleanse else 0
-    return CostEstimate(per, init + rounds, init, grid, timed, path=utility.path_note)
+    return CostEstimate(per, init + rounds, init, grid, timed, path=utility.path_note,
+                        resumed=resumed)
 
 
 #: rows predicted (and searched) when timing a bag before the run; the per-row cost is
@@ -512,13 +533,16 @@ def plan(
     method: str = "auto",
     cut: str = "one_se",
     neighbor_search: str = "exact",
+    origin: dict[str, Any] | None = None,
 ) -> RunPlan:
     """Check everything a run needs, time a few fits, and start nothing.
 
     Every setting is checked here (the model, its task, its parameters, the
     TDShap settings against N, the time budget against the estimated cost
     of the first pass), so that a caller can refuse bad input before it
-    creates any output. See :func:`run` for the parameters.
+    creates any output. See :func:`run` for the parameters. ``origin`` is what the
+    caller records in the checkpoint about where the data came from (see
+    :func:`_other_data`).
     """
     from tdshap.utility.fast import make_utility
 
@@ -577,9 +601,14 @@ def plan(
         _check_neighbours(estimator, n, n_min_used)
         utility = make_utility(estimator, valuer.metric, data.X_train, data.y_train,
                                data.X_val, data.y_val, run_seed=seed)
+        tdshap.checkpoint_origin = origin
         if resume:  # a checkpoint it cannot continue is refused before the plan is shown
-            tdshap.check_resume(utility)
-        estimate = _estimate(utility, tdshap, data, do_cleanse, seed)
+            try:
+                tdshap.check_resume(utility)
+            except CheckpointDataError as err:
+                raise _other_data(err, Path(tdshap.checkpoint), origin) from None
+        done = checkpoint_info(tdshap.checkpoint) if resume else None
+        estimate = _estimate(utility, tdshap, data, do_cleanse, seed, done)
     init_seconds = estimate.init_evaluations * estimate.seconds_per_evaluation
     if (o.time_budget is not None and not estimate.evaluations
             and estimate.setup_seconds > o.time_budget):
@@ -604,6 +633,45 @@ def plan(
     return RunPlan(data, estimator, model_name, model_about, dict(params or {}), metric, o,
                    valuer.estimator, valuer.method, valuer.why, valuer.metric, cut, seed,
                    do_cleanse, given, max_failed_fraction, estimate, ignored)
+
+
+def _other_data(err: CheckpointDataError, path: Path,
+                origin: dict[str, Any] | None) -> CheckpointDataError:
+    """``err`` (the arrays differ) told in the caller's terms where both runs recorded an
+    ``origin``: ``{"files": fingerprint of the input files, "options": how they were read
+    and split}``. The same files split by another seed give other arrays, and "different
+    data" sent the user looking for a changed file."""
+    try:
+        saved = checkpoint_info(path).get("origin")
+    except CheckpointError:  # read a moment ago; a file replaced since is told as it was
+        return err
+    if not isinstance(saved, dict) or not isinstance(origin, dict):
+        return err  # a checkpoint from before origins were recorded: the arrays alone
+    which = f"`resume`: checkpoint {str(path)!r}"
+    if saved.get("files") != origin.get("files"):
+        return CheckpointDataError(
+            f"{which} was made from other data (the training, validation or test file "
+            "differs): resume with the files it was made from, or start a new run without "
+            "`resume`.", "resume")
+    was, now = saved.get("options"), origin.get("options")
+    if not isinstance(was, dict) or not isinstance(now, dict):
+        return err
+    # this run's names only: the file's record is shown, never trusted for what to name
+    differ = sorted(k for k in now if was.get(k) != now.get(k))
+    if not differ:  # same files, same options: the arrays alone tell
+        return err
+    how = "split" if set(differ) <= SPLIT_OPTIONS else "read or split"
+    detail = "; ".join(f"`{k}`: checkpoint {reprlib.repr(was.get(k))}, now {now.get(k)!r}"
+                       for k in differ)
+    names = " and ".join(f"`{k}`" for k in differ)
+    return CheckpointDataError(
+        f"{which} was made from the same files {how} differently ({detail}), so its rows "
+        f"are not this run's: put back the checkpoint's {names}, or start a new run without "
+        "`resume`.", "resume", *differ)
+
+
+#: the options of ``origin`` that decide which rows are held out
+SPLIT_OPTIONS = frozenset({"seed", "val_fraction", "test_fraction"})
 
 
 def _check_failures(stage: str, failed: int, fits: int, first: str | None,

@@ -41,14 +41,19 @@ class TDShapOptions:
         """Refuse a value no method takes, whichever method runs: a closed form ignores
         these settings, but a wrong one is still the user's mistake to hear about. (Limits
         that depend on N are the methods' own checks.)"""
+        # each says what the skipped default means too: None is offered only where it is
+        # taken (tau=None read "must be a number ..., or 'auto'" and nothing more was wrong)
         rules: tuple[tuple[str, Any, dict[str, Any], str], ...] = (
-            ("tau", "auto", {}, "a number in units of the values, or 'auto'"),
-            ("eps", "auto", {"low": 0}, "a number >= 0, or 'auto'"),
+            ("tau", "auto", {}, "a finite number in units of the values, or 'auto'"),
+            ("eps", "auto", {"low": 0}, "a finite number >= 0 in units of the values, or "
+             "'auto'"),
             ("k", "auto", {"low": 1, "integer": True}, "a whole number >= 1, or 'auto'"),
             ("n_min", "auto", {"low": 0, "integer": True},
-             "a whole number >= 0, a fraction of N such as 0.9, or 'auto'"),
+             "a whole number >= 0, a share of N strictly between 0 and 1 (such as 0.9), or "
+             "'auto'"),
             ("max_iter", None, {"low": 0, "high": MAX_ROUNDS, "integer": True},
-             "a whole number from 0 to 2**63 - 1 (a 64-bit count), or None for no limit"),
+             "a whole number from 0 to 2**63 - 1 (a 64-bit count), or None for no limit on "
+             "rounds (with a time_budget to stop the run)"),
         )
         for name, default, bounds, what in rules:
             value = getattr(self, name)
@@ -69,7 +74,14 @@ class TDShapOptions:
             if not positive:
                 # inf is > 0: the message says what is refused (a finite number is needed)
                 raise ParameterError(f"time_budget={self.time_budget!r} must be a finite number "
-                                     "of seconds > 0, or None for no limit.", "time_budget")
+                                     "of seconds > 0, or None for no limit on time.",
+                                     "time_budget")
+        if self.max_iter is None and self.time_budget is None:
+            # the run then failed at its start naming atol, rtol and stopping=, which the
+            # façade does not take: None is "no limit on rounds" only beside a time budget
+            raise ParameterError("max_iter=None (no limit on rounds) needs a time_budget in "
+                                 "seconds to stop the run: give time_budget, or a whole number "
+                                 "of rounds for max_iter.", "max_iter", "time_budget")
 
 
 @dataclass

@@ -67,7 +67,8 @@ class DirectValuation(BaseValuation):
         task = getattr(self, "task", None)
         if task is not None:
             if task not in TASKS:
-                raise ValueError(f"task={task!r} must be one of {TASKS} or None.")
+                raise ValueError(f"task={task!r} must be one of {TASKS}, or None to take "
+                                 "the estimator's kind (else infer it from y).")
             return str(task)
         kind = getattr(estimator, "_estimator_type", None)
         if kind is None and estimator is not None:

@@ -99,7 +99,8 @@ class LeaveOneOut(BaseValuation):
             check_number(self.k, "k", low=1, integer=True, hint="Use None for plain LOO.")
         if self.max_remove is not None:
             check_number(self.max_remove, "max_remove", low=1, integer=True,
-                         hint=f"Use at most N - 1 = {n - 1}, or None.")
+                         hint=f"Use at most N - 1 = {n - 1}, or None to rank all "
+                         "rows but one.")
             if self.max_remove > n - 1:
                 raise ValueError(f"max_remove={self.max_remove} must be at most N - 1 = {n - 1}.")
         check_number(self.batch_size, "batch_size", low=1, integer=True)

@@ -116,7 +116,8 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         if self.max_remove is None:
             return max(1, n // 2)
         check_number(self.max_remove, "max_remove", low=1, integer=True,
-                     hint=f"Use at most N - 1 = {n - 1}, or None.")
+                     hint=f"Use at most N - 1 = {n - 1}, or None for half of N "
+                     f"({max(1, n // 2)}).")
         if self.max_remove > n - 1:
             raise ValueError(f"max_remove={self.max_remove} must be at most N - 1 = {n - 1}.")
         return int(self.max_remove)

@@ -227,11 +227,13 @@ def build_stopping(
         # True is an int: it was a budget of 1 second, silently
         if isinstance(time_budget, bool | np.bool_) or not (
                 isinstance(time_budget, int | float | np.number) and time_budget > 0):
-            raise ValueError(f"time_budget={time_budget!r} must be > 0 seconds or None.")
+            raise ValueError(f"time_budget={time_budget!r} must be > 0 seconds, or None "
+                             "for no limit on time.")
         parts.append(TimeBudget(time_budget))
     if atol is not None:
         if not (isinstance(atol, int | float | np.number) and atol > 0):
-            raise ValueError(f"atol={atol!r} must be > 0 (in units of the metric) or None.")
+            raise ValueError(f"atol={atol!r} must be > 0 (in units of the metric), or "
+                             "None not to stop on small changes.")
         check_number(atol_window, "atol_window", low=1, integer=True)
         parts.append(MaxAbsoluteChange(atol, int(atol_window)))
     if not parts:

@@ -174,7 +174,9 @@ class ThresholdingOOB(BaseValuation):
             return "neg_mae"
         if self.metric not in ROW_METRICS:
             raise ValueError(f"metric={self.metric!r}: ThresholdingOOB scores single rows; "
-                             f"use one of {ROW_METRICS} or None.")
+                             f"use one of {ROW_METRICS}, or None for "
+                             "the task's default (true_class_proba for a classifier with "
+                             "predict_proba, accuracy for another, neg_mae for a regressor).")
         return str(self.metric)
 
     def _check_params(self, n: int) -> None:

@@ -55,6 +55,12 @@ class CheckpointBudgetError(CheckpointError):
     """A sound checkpoint that has done more than the resuming run's budget allows."""
 
 
+class CheckpointDataError(CheckpointError):
+    """A sound checkpoint of other data: an application that made the arrays (a split of
+    a file) can say which of its own options changed them (see ``origin`` in
+    :func:`checkpoint_info`)."""
+
+
 def data_fingerprint(*arrays: np.ndarray) -> str:
     """A hash of the arrays' shapes, dtypes and bytes."""
     h = hashlib.blake2b(digest_size=16)
@@ -219,12 +225,15 @@ def check_counters(counters: Any) -> None:
 _INFO: dict[str, Any] = {
     "algorithm": None, "finished": None, "rounds": whole, "elapsed": number,
     "init_done": whole, "n_init_blocks": whole, "settings": None, "counters": None,
-    "saved_at": number,
+    "saved_at": number, "origin": None,
 }
 
 
 def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a checkpoint holds, without its arrays: algorithm, rounds, elapsed, settings.
+
+    ``origin`` is what the application that saved it recorded about where the data came
+    from (the ``checkpoint_origin`` of the method; None in a checkpoint without one).
 
     Every field is checked to be of its kind, so that what an application shows or
     computes from it is never an edited file's string, list or huge number.
@@ -237,9 +246,10 @@ def checkpoint_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         if not isinstance(meta.get("finished"), bool | None):
             raise CheckpointError(f"field 'finished' is {reprlib.repr(meta.get('finished'))}, "
                                   "not true/false")
-        if not isinstance(meta.get("settings"), dict | None):
-            raise CheckpointError(f"field 'settings' is {reprlib.repr(meta.get('settings'))}, "
-                                  "not a record")
+        for name in ("settings", "origin"):
+            if not isinstance(meta.get(name), dict | None):
+                raise CheckpointError(f"field {name!r} is {reprlib.repr(meta.get(name))}, "
+                                      "not a record")
         if meta.get("counters") is not None:
             check_counters(meta["counters"])
         for name, check in _INFO.items():
@@ -302,7 +312,7 @@ def check_resumable(
         raise CheckpointError(
             f"{which} was written by {meta.get('algorithm')!r}, not {algorithm!r}.", "resume")
     if meta.get("data") != data:
-        raise CheckpointError(
+        raise CheckpointDataError(
             f"{which} was made with different data (X, y, X_val or y_val differ): resume "
             "with the same data, or start a new run without `resume`.", "resume")
     saved = meta.get("settings")

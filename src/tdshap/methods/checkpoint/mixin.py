@@ -57,6 +57,10 @@ class Checkpointing:
     checkpoint: str | os.PathLike[str] | None
     checkpoint_every: float
     resume: str | os.PathLike[str] | bool | None
+    #: JSON-able record an application saves with each checkpoint (where the data came
+    #: from, e.g. the file and the seed of its split): not a parameter and not compared on
+    #: resume, so that it can explain a refused checkpoint in the application's terms
+    checkpoint_origin: dict[str, Any] | None = None
 
     if TYPE_CHECKING:  # a class attribute or a property of the method (SequentialRemoval's)
         @property
@@ -92,8 +96,10 @@ class Checkpointing:
         """Where and how often this run saves (None: it does not)."""
         if self.checkpoint is None:
             return None
+        origin = {} if self.checkpoint_origin is None else {"origin": self.checkpoint_origin}
         return CheckpointSchedule(self.checkpoint, self.checkpoint_every,
-                                  algorithm=self.algorithm, data=data, settings=settings)
+                                  algorithm=self.algorithm, data=data, settings=settings,
+                                  **origin)
 
     def _resume_extra(self) -> dict[str, Any]:
         """``{"resume": note}`` for the result when resuming was asked for."""
