@@ -15,8 +15,7 @@ from tdshap.cleansing import cleanse
 from tdshap.methods import DataOOB, KNNOutOfBag
 from tdshap.methods.tdoob import ThresholdingOOB
 from tdshap.result import ValuationResult
-from tdshap.utility.fast import NotEligible
-from tdshap.utility.fast import neighbor_lists
+from tdshap.utility.fast import NotEligible, neighbor_lists
 from tdshap.utility.fast.budget import memory_budget
 from tdshap.utility.fast.neighbor_lists import NeighborLists, RemovalFits
 from tdshap.utility.metrics import row_scores
