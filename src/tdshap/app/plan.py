@@ -126,6 +126,41 @@ def _check_precomputed(estimator: Any) -> None:
                     f"default works on the features), or choose e.g. {other}.", "params")
 
 
+def _by_name(columns: Any) -> bool:
+    """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
+    of names, or a callable (``make_column_selector``) that reads names or dtypes."""
+    if isinstance(columns, str) or callable(columns):
+        return True
+    if isinstance(columns, slice):
+        return isinstance(columns.start, str) or isinstance(columns.stop, str)
+    return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
+
+
+def _check_column_names(estimator: Any) -> None:
+    """Refuse a ColumnTransformer that picks columns by name: the model is given the encoded
+    table (:class:`~tdshap.app.tabular.TableEncoder`) as a numeric array without names, so
+    every fit would fail with scikit-learn's "only supported for dataframes", which said
+    nothing of why (nor that tdshap encodes text columns itself)."""
+    from sklearn.compose import ColumnTransformer
+
+    try:
+        parts = [estimator, *estimator.get_params(deep=True).values()]
+    except (AttributeError, TypeError):  # not an estimator: check_estimator_task refused it
+        return
+    for part in parts:
+        if not isinstance(part, ColumnTransformer):
+            continue
+        for _, _, columns in part.transformers:
+            if _by_name(columns):
+                raise ParameterError(
+                    f"the model's ColumnTransformer picks columns by name ({columns!r}), but "
+                    "tdshap encodes the table itself (numeric columns standardised, text "
+                    "columns one-hot encoded) and gives the model a numeric array without "
+                    "column names, so every fit would fail. Give the model without the "
+                    "ColumnTransformer (e.g. the pipeline's last step) and X as it is.",
+                    "model")
+
+
 def _check_metric(metric: Any, data: PreparedData) -> None:
     """Refuse a metric of the other task, or one that cannot score the validation rows."""
     from tdshap.utility.base import scoring_problem
@@ -538,6 +573,7 @@ def plan(
     check_estimator_task(estimator, data.task, model_name)
     _check_neighbours(estimator, n)
     _check_precomputed(estimator)
+    _check_column_names(estimator)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)
