@@ -488,6 +488,14 @@ def test_validation_rows_of_a_single_class_are_warned_about() -> None:
         tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y[150:], cleanse=False)
 
 
+def test_the_paths_line_joins_its_notes_without_a_stray_full_stop(
+        capsys: pytest.CaptureFixture) -> None:
+    rows = tdshap.find_harmful(_X, _X[:, 0] + _Y, Ridge(), method="tdoob", max_iter=1)
+    rows.report()
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("paths taken"))
+    assert ".;" not in line and "; cleansing: " in line, line
+
+
 def test_an_X_whose_row_labels_repeat_is_refused() -> None:
     # the table is indexed by X's labels: two rows labelled "r1" could not be told apart
     # (rows.index[rows.removed] named both, X.drop of it dropped a kept row too), as the
