@@ -467,6 +467,20 @@ def test_a_column_transformer_picking_columns_by_name_is_refused_up_front(column
         tdshap.find_harmful(X, _SERIES, model)
 
 
+def test_a_column_transformer_picking_columns_by_position_of_a_reencoded_table_is_refused(
+        ) -> None:
+    # the model is given the encoded columns (numbers first, then one 0/1 column per text
+    # level): position 0 is "a" there, not the text column "kind", and the OneHotEncoder
+    # silently encoded a's values as levels
+    X = _FRAME.assign(kind=np.where(_Y == 1, "p", "q"))[["kind", "a", "b", "c"]]
+    model = make_pipeline(ColumnTransformer([("enc", OneHotEncoder(), [0])],
+                                            remainder="passthrough"), LogisticRegression())
+    with pytest.raises(ValueError, match=r"the model's ColumnTransformer picks columns by "
+                       r"position \(\[0\]\), but .*columns, which are not X's \(a, b, c, "
+                       r"kind_p, kind_q\)"):
+        tdshap.find_harmful(X, _SERIES, model)
+
+
 def test_a_column_transformer_picking_columns_by_position_still_runs() -> None:
     model = make_pipeline(ColumnTransformer([("scale", StandardScaler(), [0, 1])],
                                             remainder="passthrough"), LogisticRegression())

@@ -23,6 +23,7 @@ from sklearn.base import is_classifier, is_regressor
 from tdshap._validation import ParameterError, check_estimator, check_number
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
+from tdshap.app.tabular import TableEncoder
 from tdshap.app.valuer import make_valuer
 from tdshap.cleansing import cleanse
 from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
@@ -136,11 +137,13 @@ def _by_name(columns: Any) -> bool:
     return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
 
 
-def _check_column_names(estimator: Any) -> None:
+def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
     """Refuse a ColumnTransformer that picks columns by name: the model is given the encoded
     table (:class:`~tdshap.app.tabular.TableEncoder`) as a numeric array without names, so
     every fit would fail with scikit-learn's "only supported for dataframes", which said
-    nothing of why (nor that tdshap encodes text columns itself)."""
+    nothing of why (nor that tdshap encodes text columns itself). By position, refuse it
+    where the encoding moved the columns (text ones one-hot encoded, after the numbers):
+    the positions would pick other columns than the user's, silently."""
     from sklearn.compose import ColumnTransformer
 
     try:
@@ -159,6 +162,16 @@ def _check_column_names(estimator: Any) -> None:
                     "column names, so every fit would fail. Give the model without the "
                     "ColumnTransformer (e.g. the pipeline's last step) and X as it is.",
                     "model")
+            if list(encoder.feature_names_) != list(encoder.columns_):
+                shown = ", ".join(map(str, encoder.feature_names_[:6])) + (
+                    ", ..." if len(encoder.feature_names_) > 6 else "")
+                raise ParameterError(
+                    f"the model's ColumnTransformer picks columns by position ({columns!r}), "
+                    "but tdshap encodes the table itself (numeric columns standardised, text "
+                    "columns one-hot encoded after them) and gives the model the encoded "
+                    f"columns, which are not X's ({shown}): the positions would pick other "
+                    "columns. Give the model without the ColumnTransformer (e.g. the "
+                    "pipeline's last step) and X as it is.", "model")
 
 
 def _check_metric(metric: Any, data: PreparedData) -> None:
@@ -573,7 +586,7 @@ def plan(
     check_estimator_task(estimator, data.task, model_name)
     _check_neighbours(estimator, n)
     _check_precomputed(estimator)
-    _check_column_names(estimator)
+    _check_column_names(estimator, data.encoder)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)
