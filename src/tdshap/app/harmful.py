@@ -378,7 +378,10 @@ def find_harmful(
     estimator:
         A scikit-learn estimator, a registry name (``"knn"``, ``"dtree"``, ``"rf"``,
         ``"gbdt"``, ``"logreg"``, ``"ridge"``, ``"svr"``, ``"knn"``, ``"mlp"``)
-        or ``None`` for ``"knn"`` (5 nearest neighbours).
+        or ``None`` for ``"knn"`` (5 nearest neighbours). It is given the encoded table
+        (a numeric array: numbers standardised, then text one-hot encoded), so a
+        ``Pipeline`` needs no encoder of its own; a ``ColumnTransformer`` that picks
+        columns by name (or by position, where text columns moved them) is refused.
     X_val, y_val, X_test, y_test:
         Validation (and test) data. Without validation data,
         ``val_fraction`` of the rows are held out for validation and
