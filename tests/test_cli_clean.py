@@ -140,6 +140,21 @@ def test_validation_data_unlike_the_training_data(tmp_path: Path, train: Path, c
     assert_input_error(res, tmp_path / "out", *words)
 
 
+def test_an_unnamed_index_column_is_refused_not_taken_as_a_feature(tmp_path: Path) -> None:
+    # DataFrame.to_csv's default writes the row index as a first column with no name: it was
+    # read as a feature "Unnamed: 0" (the row number, standardised) and the k-NN's distances
+    # silently mixed it in
+    table().to_csv(tmp_path / "train.csv")
+    res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 1 of training file train.csv has no name",
+                       "--id-column 'Unnamed: 0'")
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "Unnamed: 0",
+                 "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    values = pd.read_csv(tmp_path / "out" / "values.csv")
+    assert values.columns[0] == "Unnamed: 0" and values["Unnamed: 0"].is_unique
+
+
 def test_a_validation_class_no_training_row_has_is_a_warning(tmp_path: Path,
                                                              train: Path) -> None:
     val = table(seed=1)
@@ -657,6 +672,31 @@ def test_a_parquet_files_own_index_is_kept(tmp_path: Path, id_args: list[str]) -
     assert len(removed) > 0  # the paper's cut removes some rows here: the test can fail
     # the ids were dropped from cleaned.parquet (written with index=False)
     pd.testing.assert_frame_equal(cleaned, frame.drop(index=removed))
+
+
+def test_id_column_ids_are_the_files_text(tmp_path: Path) -> None:
+    # ids were read as numbers: values.csv named the row "00007" as 7 (no match in the file's
+    # text), and "1.0" and "1" were refused as repeats; plain whole numbers stay numbers
+    frame = table().assign(key=[f"{i:05d}" for i in range(39)] + ["1.0"])
+    write(frame.assign(a=frame["a"].map("{:.4f}".format)), tmp_path / "t.csv")  # 0.1230
+    res = tdshap("clean", "t.csv", "--target", "y", "--id-column", "key", "--out", "out",
+                 "--cut", "paper", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    values = pd.read_csv(tmp_path / "out" / "values.csv", dtype={"key": str})
+    assert set(values["key"]) <= set(frame["key"]) and len(values) == 20
+    ids = pd.read_csv(tmp_path / "t.csv", dtype={"key": str})["key"]
+    kept = pd.read_csv(tmp_path / "out" / "cleaned.csv", dtype={"key": str})["key"]
+    assert values["removed"].any()
+    assert list(kept) == [k for k in ids if k not in set(values.loc[values["removed"], "key"])]
+    lines = (tmp_path / "t.csv").read_text().splitlines()  # still copied byte for byte
+    assert (tmp_path / "out" / "cleaned.csv").read_text().splitlines() == \
+        lines[:1] + [line for line in lines[1:] if line.split(",")[-1] in set(kept)]
+    write(table().assign(key=range(100, 140)), tmp_path / "n.csv")
+    res = tdshap("clean", "n.csv", "--target", "y", "--id-column", "key", "--out", "out2",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out2" / "values.csv").read_text().splitlines()[1].split(",")[0] \
+        in {str(i) for i in range(100, 140)}
 
 
 def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:

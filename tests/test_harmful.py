@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.datasets import make_classification
-from sklearn.linear_model import Ridge
-from sklearn.pipeline import Pipeline
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import tdshap
 from tdshap.app.models import MODELS, build_model, parse_params
@@ -449,6 +451,75 @@ def test_a_pandas_y_with_other_row_labels_than_X_is_refused(kwargs: dict[str, An
         tdshap.find_harmful(given.pop("X"), given.pop("y"), **given)
 
 
+@pytest.mark.parametrize("columns", [["kind"], "kind", slice("a", "b"),
+                                     make_column_selector(dtype_include=object)],
+                         ids=["list", "name", "slice", "selector"])
+def test_a_column_transformer_picking_columns_by_name_is_refused_up_front(columns: Any) -> None:
+    # the model is given the encoded table as a numeric array: every fit failed with
+    # scikit-learn's "Specifying the columns using strings is only supported for
+    # dataframes" under a "fix the model or its parameters" that did not say why
+    X = _FRAME.assign(kind=np.where(_Y == 1, "p", "q"))
+    model = make_pipeline(ColumnTransformer([("enc", OneHotEncoder(), columns)],
+                                            remainder="passthrough"), LogisticRegression())
+    with pytest.raises(ValueError, match=r"the model's ColumnTransformer picks columns by "
+                       r"name .*a numeric array without column names.*without the "
+                       r"ColumnTransformer"):
+        tdshap.find_harmful(X, _SERIES, model)
+
+
+def test_a_column_transformer_picking_columns_by_position_of_a_reencoded_table_is_refused(
+        ) -> None:
+    # the model is given the encoded columns (numbers first, then one 0/1 column per text
+    # level): position 0 is "a" there, not the text column "kind", and the OneHotEncoder
+    # silently encoded a's values as levels
+    X = _FRAME.assign(kind=np.where(_Y == 1, "p", "q"))[["kind", "a", "b", "c"]]
+    model = make_pipeline(ColumnTransformer([("enc", OneHotEncoder(), [0])],
+                                            remainder="passthrough"), LogisticRegression())
+    with pytest.raises(ValueError, match=r"the model's ColumnTransformer picks columns by "
+                       r"position \(\[0\]\), but .*columns, which are not X's \(a, b, c, "
+                       r"kind_p, kind_q\)"):
+        tdshap.find_harmful(X, _SERIES, model)
+
+
+def test_a_column_transformer_picking_columns_by_position_still_runs() -> None:
+    model = make_pipeline(ColumnTransformer([("scale", StandardScaler(), [0, 1])],
+                                            remainder="passthrough"), LogisticRegression())
+    rows = tdshap.find_harmful(_FRAME, _SERIES, model, cleanse=False)
+    assert np.isfinite(rows["value"]).all()
+
+
+def test_validation_rows_of_a_single_class_are_warned_about() -> None:
+    # their accuracy rewards predicting that class everywhere: the cut silently removed 72
+    # of the other class's 78 training rows (and every one of that class it removed)
+    X, y = make_classification(n_samples=200, n_features=4, random_state=1)
+    y_val = np.ones(50, dtype=int)
+    with pytest.warns(UserWarning, match=r"the validation rows hold a single class \(1\): a "
+                      r"model that predicts it for every row scores best on them, .*give "
+                      r"validation rows of every class"):
+        tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y_val, cleanse=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # two classes: no warning
+        tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y[150:], cleanse=False)
+
+
+def test_the_paths_line_joins_its_notes_without_a_stray_full_stop(
+        capsys: pytest.CaptureFixture) -> None:
+    rows = tdshap.find_harmful(_X, _X[:, 0] + _Y, Ridge(), method="tdoob", max_iter=1)
+    rows.report()
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("paths taken"))
+    assert ".;" not in line and "; cleansing: " in line, line
+
+
+def test_an_X_whose_row_labels_repeat_is_refused() -> None:
+    # the table is indexed by X's labels: two rows labelled "r1" could not be told apart
+    # (rows.index[rows.removed] named both, X.drop of it dropped a kept row too), as the
+    # CLI refuses an --id-column that repeats ids
+    X = _FRAME.set_axis([f"r{i // 2}" for i in range(60)])
+    with pytest.raises(ValueError, match=r"X's row labels repeat \(e.g. 'r0', 30 repeats\): "
+                       r"the table names rows by them.*X.reset_index\(drop=True\)"):
+        tdshap.find_harmful(X, _SERIES.set_axis(X.index))
+
+
 def test_a_pandas_y_aligned_by_label_or_given_by_position_is_used() -> None:
     shuffled = _SERIES.sample(frac=1, random_state=0)
     expected = tdshap.find_harmful(_FRAME, _SERIES, cleanse=False).table
@@ -508,9 +579,11 @@ def test_numbers_in_an_object_array_are_numeric_labels() -> None:
 
 def test_held_out_rows_of_a_single_class_are_valid() -> None:
     # a small validation or test set may hold one class; only the training rows need two
+    # (a validation set of one class is warned about: the cut favours that class)
     ones = _Y[40:] == 1
-    rows = tdshap.find_harmful(_X[:40], _Y[:40], X_val=_X[40:][ones], y_val=_Y[40:][ones],
-                               X_test=_X[40:][~ones], y_test=_Y[40:][~ones])
+    with pytest.warns(UserWarning, match=r"the validation rows hold a single class \(1\)"):
+        rows = tdshap.find_harmful(_X[:40], _Y[:40], X_val=_X[40:][ones], y_val=_Y[40:][ones],
+                                   X_test=_X[40:][~ones], y_test=_Y[40:][~ones])
     assert len(rows) == 40 and rows.run.cleansing is not None
 
 

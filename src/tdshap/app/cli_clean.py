@@ -251,6 +251,10 @@ def _part_name(name: str, part: int) -> str:
     return f"{stem}-part{part}{dot}{ext}"
 
 
+#: An id that reads as the same whole number it is written as ("7", not "007", "7.0" or "+7").
+_WHOLE = re.compile(r"0|-?[1-9][0-9]*")
+
+
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
     if id_column is not None and id_column not in frame.columns and \
@@ -261,6 +265,14 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
                              f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''}).")
+    for i, col in enumerate(frame.columns):
+        # pandas names a column without a header "Unnamed: <position>": mostly the row index
+        # that DataFrame.to_csv writes by default, which as a feature would be the row number
+        if col == f"Unnamed: {i}" and col not in (target, id_column):
+            raise ValueError(f"column {i + 1} of {what} {path} has no name (pandas writes its "
+                             "row index so; to_csv(index=False) leaves it out): pass "
+                             f"--id-column {col!r} to name the rows by it, or give it a name "
+                             "to use it as a feature.")
     if id_column is not None:
         ids = frame[id_column]
         if ids.isna().any():
@@ -272,7 +284,10 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             raise ValueError(f"id column {id_column!r} of {what} {path} repeats ids (e.g. "
                              f"{dup!r}, {int(ids.duplicated().sum())} repeats): ids must be "
                              "unique.")
-        frame = frame.set_index(id_column)
+        if not is_parquet(path) and ids.map(
+                lambda v: isinstance(v, str) and _WHOLE.fullmatch(v) is not None).all():
+            ids = pd.to_numeric(ids)  # read as text (tabular.read_table): plain numbers stay so
+        frame = frame.set_axis(pd.Index(ids, name=id_column)).drop(columns=[id_column])
     else:
         frame = frame.set_axis(pd.RangeIndex(len(frame), name="row"))
     if frame.shape[1] < 2:
@@ -286,7 +301,7 @@ def _read(path: Path, target: str, id_column: str | None, what: str,
           reference: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
     from tdshap.app.tabular import check_same_columns
 
-    frame = read_table(path, what)
+    frame = read_table(path, what, text=(id_column,) if id_column is not None else ())
     if reference is not None:
         check_same_columns(reference, frame, what)
     X, y = _split_columns(frame, target, id_column, what, path)
@@ -304,7 +319,8 @@ def spreadsheet_safe(cell: Any) -> Any:
 
 
 def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
-                   frame: pd.DataFrame, inputs: dict[str, str]) -> list[str]:
+                   frame: pd.DataFrame, inputs: dict[str, str],
+                   id_column: str | None = None) -> list[str]:
     table = parts_frame(runs)
     cols = [c for c in VALUES_COLUMNS if c in table]
     values = table[cols]
@@ -330,7 +346,8 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
         removed = np.concatenate(removals)
         keep = np.setdiff1d(np.arange(len(frame)), removed)
         name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
-        write_rows_like(train_path, frame, keep, tmp / name)
+        write_rows_like(train_path, frame, keep, tmp / name,
+                        (id_column,) if id_column is not None else ())
         written.append(name)
     (tmp / "report.md").write_text(parts_markdown(runs, inputs), encoding="utf-8")
     return [*written, "report.md"]
@@ -474,7 +491,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     try:
         runs = tuple(execute(checked) for checked in plans)
         written = folder.publish(
-            lambda tmp: _write_outputs(runs, tmp, train, frame, about), about)
+            lambda tmp: _write_outputs(runs, tmp, train, frame, about, id_col), about)
     finally:
         folder.release()
     click.echo(parts_report(runs, n_worst=5))

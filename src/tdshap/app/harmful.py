@@ -107,6 +107,19 @@ def _as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[pd.DataFrame, pd
     return frame, series
 
 
+def _check_unique_labels(frame: pd.DataFrame, name: str) -> None:
+    """Refuse repeated row labels: the table is indexed by them, so two rows of one label
+    could not be told apart (``X.drop(rows.index[rows["removed"]])`` drops both)."""
+    repeats = frame.index.duplicated()
+    if repeats.any():
+        shown = plain_value(frame.index[repeats][0])
+        raise ValueError(f"{name}'s row labels repeat (e.g. {shown!r}, {int(repeats.sum())} "
+                         "repeats): the table names rows by them, so those rows could not be "
+                         f"told apart; give each row its own label ({name} = "
+                         f"{name}.reset_index(drop=True), and the same for y, numbers them "
+                         "0, 1, ...).")
+
+
 def _check_pairs(X_val: Any, y_val: Any, X_test: Any, y_test: Any) -> None:
     if (X_val is None) != (y_val is None) or (X_test is None) != (y_test is None):
         raise ValueError("give X_val with y_val (and X_test with y_test), or neither.")
@@ -130,6 +143,17 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
     warnings.warn(f"the {what} labels include {len(unseen)} class(es) no training row has "
                   f"({shown}; {rows}): no model can predict them, so those rows count as "
                   "errors for every model.", UserWarning, stacklevel=3)
+
+
+def _check_one_class(labels: np.ndarray, what: str) -> None:
+    """Held-out rows of a single class: their accuracy rewards predicting it everywhere, so
+    the cut removes the other classes' training rows (a warning: it may be what is meant)."""
+    levels = pd.unique(labels)
+    if len(levels) == 1:
+        warnings.warn(f"the {what} rows hold a single class ({plain_value(levels[0])!r}): a "
+                      "model that predicts it for every row scores best on them, so cleansing "
+                      "favours removing the other classes' training rows; give "
+                      f"{what} rows of every class.", UserWarning, stacklevel=3)
 
 
 def _checked_seed(seed: Any) -> int:
@@ -234,6 +258,7 @@ def prepare(
         yv = check_target(y_val, task, 1, "validation data")
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
+            _check_one_class(yv, "validation")
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:
@@ -353,7 +378,10 @@ def find_harmful(
     estimator:
         A scikit-learn estimator, a registry name (``"knn"``, ``"dtree"``, ``"rf"``,
         ``"gbdt"``, ``"logreg"``, ``"ridge"``, ``"svr"``, ``"knn"``, ``"mlp"``)
-        or ``None`` for ``"knn"`` (5 nearest neighbours).
+        or ``None`` for ``"knn"`` (5 nearest neighbours). It is given the encoded table
+        (a numeric array: numbers standardised, then text one-hot encoded), so a
+        ``Pipeline`` needs no encoder of its own; a ``ColumnTransformer`` that picks
+        columns by name (or by position, where text columns moved them) is refused.
     X_val, y_val, X_test, y_test:
         Validation (and test) data. Without validation data,
         ``val_fraction`` of the rows are held out for validation and
@@ -432,6 +460,7 @@ def find_harmful(
     check_every_row(every_row)  # before the data are read
     random_state = _checked_seed(random_state)
     Xf, yf = _as_pair(X, y, "X", "y")
+    _check_unique_labels(Xf, "X")  # validation and test rows are not in the table
     _check_pairs(X_val, y_val, X_test, y_test)
     frames: dict[str, Any] = {}
     for name, Xo, yo in (("val", X_val, y_val), ("test", X_test, y_test)):

@@ -24,6 +24,7 @@ from sklearn.base import is_classifier, is_regressor
 from tdshap._validation import ParameterError, check_estimator, check_number
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
+from tdshap.app.tabular import TableEncoder
 from tdshap.app.valuer import make_valuer
 from tdshap.cleansing import cleanse
 from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
@@ -126,6 +127,53 @@ def _check_precomputed(estimator: Any) -> None:
                     f"{'distances' if name == 'metric' else 'kernel values'} to the training "
                     f"rows, but the rows are features. Drop `{name}` from `params` (the "
                     f"default works on the features), or choose e.g. {other}.", "params")
+
+
+def _by_name(columns: Any) -> bool:
+    """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
+    of names, or a callable (``make_column_selector``) that reads names or dtypes."""
+    if isinstance(columns, str) or callable(columns):
+        return True
+    if isinstance(columns, slice):
+        return isinstance(columns.start, str) or isinstance(columns.stop, str)
+    return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
+
+
+def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
+    """Refuse a ColumnTransformer that picks columns by name: the model is given the encoded
+    table (:class:`~tdshap.app.tabular.TableEncoder`) as a numeric array without names, so
+    every fit would fail with scikit-learn's "only supported for dataframes", which said
+    nothing of why (nor that tdshap encodes text columns itself). By position, refuse it
+    where the encoding moved the columns (text ones one-hot encoded, after the numbers):
+    the positions would pick other columns than the user's, silently."""
+    from sklearn.compose import ColumnTransformer
+
+    try:
+        parts = [estimator, *estimator.get_params(deep=True).values()]
+    except (AttributeError, TypeError):  # not an estimator: check_estimator_task refused it
+        return
+    for part in parts:
+        if not isinstance(part, ColumnTransformer):
+            continue
+        for _, _, columns in part.transformers:
+            if _by_name(columns):
+                raise ParameterError(
+                    f"the model's ColumnTransformer picks columns by name ({columns!r}), but "
+                    "tdshap encodes the table itself (numeric columns standardised, text "
+                    "columns one-hot encoded) and gives the model a numeric array without "
+                    "column names, so every fit would fail. Give the model without the "
+                    "ColumnTransformer (e.g. the pipeline's last step) and X as it is.",
+                    "model")
+            if list(encoder.feature_names_) != list(encoder.columns_):
+                shown = ", ".join(map(str, encoder.feature_names_[:6])) + (
+                    ", ..." if len(encoder.feature_names_) > 6 else "")
+                raise ParameterError(
+                    f"the model's ColumnTransformer picks columns by position ({columns!r}), "
+                    "but tdshap encodes the table itself (numeric columns standardised, text "
+                    "columns one-hot encoded after them) and gives the model the encoded "
+                    f"columns, which are not X's ({shown}): the positions would pick other "
+                    "columns. Give the model without the ColumnTransformer (e.g. the "
+                    "pipeline's last step) and X as it is.", "model")
 
 
 def _check_metric(metric: Any, data: PreparedData) -> None:
@@ -562,6 +610,7 @@ def plan(
     check_estimator_task(estimator, data.task, model_name)
     _check_neighbours(estimator, n)
     _check_precomputed(estimator)
+    _check_column_names(estimator, data.encoder)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
     _check_metric(metric, data)

@@ -196,10 +196,10 @@ def path_line(run: HarmfulRun) -> str | None:
     """Which path the valuation and the cleansing took, and why (None if not recorded)."""
     parts = []
     note = run.result.extra.get("path_note")
-    if note:
-        parts.append(f"valuation: {note}")
+    if note:  # a note's own full stop read "Regressor.; cleansing: ..." before the next
+        parts.append(f"valuation: {str(note).rstrip('.')}")
     if run.cleansing is not None and run.cleansing.extra.get("path_note"):
-        parts.append(f"cleansing: {run.cleansing.extra['path_note']}")
+        parts.append(f"cleansing: {str(run.cleansing.extra['path_note']).rstrip('.')}")
     return ("paths taken: " + "; ".join(parts)) if parts else None
 
 

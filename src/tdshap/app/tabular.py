@@ -88,8 +88,13 @@ def _separator(path: Path) -> str:
     return "\t" if path.suffix.lower() == ".tsv" else ","
 
 
-def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
-    """Read a CSV/TSV/Parquet file; a ``ValueError`` with one line for every failure."""
+def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
+               ) -> pd.DataFrame:
+    """Read a CSV/TSV/Parquet file; a ``ValueError`` with one line for every failure.
+
+    ``text``: columns of a CSV/TSV file read as the file's text, not as numbers (row ids:
+    "00007" is not 7).
+    """
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{what} {path} does not exist.")
@@ -109,7 +114,10 @@ def read_table(path: str | Path, what: str = "file") -> pd.DataFrame:
         elif is_parquet(path):
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True)
+            # by position: pandas matches dtype's names before the names are stripped
+            as_text = {i: str for i, name in enumerate(names) if name in text}
+            frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True,
+                                dtype=as_text or None)
     except UnicodeDecodeError as err:
         raise ValueError(f"cannot read {what} {path} as CSV: {_not_text(path, err)}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
@@ -171,8 +179,11 @@ def _check_separator(header: str, path: Path, what: str) -> None:
                 f" {fix}.")
 
 
-def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: Path) -> None:
+def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: Path,
+                    as_text: tuple[str, ...] = ()) -> None:
     """Write the rows ``keep`` (positions) of the table read from ``source`` to ``dest``.
+
+    ``as_text``: the columns :func:`read_table` read as text (``text``), read back so.
 
     Same columns, order and format as the input. For text files the kept
     lines are copied byte for byte (numbers keep their formatting) when each
@@ -191,18 +202,21 @@ def write_rows_like(source: Path, frame: pd.DataFrame, keep: np.ndarray, dest: P
         text = header + "".join(body[i] for i in keep)
         if text and not text.endswith(("\n", "\r")):
             text += "\n"
-    if text is not None and _reads_as(text, frame.iloc[keep], source):
+    if text is not None and _reads_as(text, frame.iloc[keep], source, as_text):
         dest.write_text(text, encoding="utf-8", newline="")
     else:  # quoted line breaks inside fields: lines are not rows
         frame.iloc[keep].to_csv(dest, sep=_separator(source), index=False)
 
 
-def _reads_as(text: str, rows: pd.DataFrame, source: Path) -> bool:
+def _reads_as(text: str, rows: pd.DataFrame, source: Path, as_text: tuple[str, ...] = ()
+              ) -> bool:
     """Whether the copied lines ``text`` read back as ``rows``: equal line and row counts
     can still pair the wrong lines (a quoted line break in one row and a line of a form
     feed alone, which pandas reads as a row, left a broken quote and shifted rows)."""
     try:
-        back = pd.read_csv(io.StringIO(text), sep=_separator(source), skipinitialspace=True)
+        dtype = {i: str for i, name in enumerate(rows.columns) if name in as_text}
+        back = pd.read_csv(io.StringIO(text), sep=_separator(source), skipinitialspace=True,
+                           dtype=dtype or None)
         back.columns = rows.columns
         back, rows = back.reset_index(drop=True), rows.reset_index(drop=True)
         # equal dtypes compare block by block; the column-by-column assertion below takes
