@@ -140,19 +140,38 @@ def test_validation_data_unlike_the_training_data(tmp_path: Path, train: Path, c
     assert_input_error(res, tmp_path / "out", *words)
 
 
-def test_an_unnamed_index_column_is_refused_not_taken_as_a_feature(tmp_path: Path) -> None:
+def test_an_unnamed_index_column_names_the_rows_not_a_feature(tmp_path: Path) -> None:
     # DataFrame.to_csv's default writes the row index as a first column with no name: it was
     # read as a feature "Unnamed: 0" (the row number, standardised) and the k-NN's distances
-    # silently mixed it in
-    table().to_csv(tmp_path / "train.csv")
+    # silently mixed it in; it now names the rows, as read_csv(index_col=0) reads it
+    frame = table()
+    frame.index = frame.index + 100
+    frame.to_csv(tmp_path / "train.csv")
+    res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "named by the unnamed first column of train.csv" in res.stdout
+    values = pd.read_csv(tmp_path / "out" / "values.csv")
+    assert values.columns[0] == "row" and set(values["row"]) <= set(frame.index)
+    assert (tmp_path / "out" / "cleaned.csv").read_text().startswith(",a,b,colour,y\n")
+    # the same rows without the index column value the same: it was no feature
+    frame.to_csv(tmp_path / "plain.csv", index=False)
+    res = tdshap("clean", "plain.csv", "--target", "y", "--out", "out2", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    plain = pd.read_csv(tmp_path / "out2" / "values.csv")
+    np.testing.assert_array_equal(values["value"], plain["value"])
+    np.testing.assert_array_equal(values["row"] - 100, plain["row"])
+
+
+def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
+    frame = table()
+    frame.insert(0, "", 1)  # repeats: no row index
+    frame.to_csv(tmp_path / "train.csv", index=False)
     res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "column 1 of training file train.csv has no name",
                        "--id-column 'Unnamed: 0'")
     res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "Unnamed: 0",
                  "--out", "out", *FAST, cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
-    values = pd.read_csv(tmp_path / "out" / "values.csv")
-    assert values.columns[0] == "Unnamed: 0" and values["Unnamed: 0"].is_unique
+    assert res.returncode == 2 and "repeats ids" in res.stderr
 
 
 def test_a_validation_class_no_training_row_has_is_a_warning(tmp_path: Path,

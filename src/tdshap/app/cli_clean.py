@@ -251,6 +251,8 @@ def _part_name(name: str, part: int) -> str:
     return f"{stem}-part{part}{dot}{ext}"
 
 
+#: pandas' name for a first column without a header: the index DataFrame.to_csv writes.
+UNNAMED_INDEX = "Unnamed: 0"
 #: An id that reads as the same whole number it is written as ("7", not "007", "7.0" or "+7").
 _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 
@@ -265,6 +267,13 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
                              f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''}).")
+    auto = (id_column is None and frame.shape[1] > 0 and frame.columns[0] == UNNAMED_INDEX
+            and target != UNNAMED_INDEX and not frame[UNNAMED_INDEX].isna().any()
+            and not frame[UNNAMED_INDEX].duplicated().any())
+    if auto:
+        # the row index DataFrame.to_csv writes by default: the rows' own names, as
+        # read_csv(index_col=0) reads them; as a feature it would be the row number
+        id_column = UNNAMED_INDEX
     for i, col in enumerate(frame.columns):
         # pandas names a column without a header "Unnamed: <position>": mostly the row index
         # that DataFrame.to_csv writes by default, which as a feature would be the row number
@@ -287,11 +296,13 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         if not is_parquet(path) and ids.map(
                 lambda v: isinstance(v, str) and _WHOLE.fullmatch(v) is not None).all():
             ids = pd.to_numeric(ids)  # read as text (tabular.read_table): plain numbers stay so
-        frame = frame.set_axis(pd.Index(ids, name=id_column)).drop(columns=[id_column])
+        frame = frame.set_axis(pd.Index(ids, name="row" if auto else id_column)).drop(
+            columns=[id_column])
     else:
         frame = frame.set_axis(pd.RangeIndex(len(frame), name="row"))
     if frame.shape[1] < 2:
-        also = f" and the id column {id_column!r}" if id_column is not None else ""
+        also = (" and its unnamed first column (the row index)" if auto else
+                f" and the id column {id_column!r}" if id_column is not None else "")
         raise ValueError(f"{what} {path} has no feature columns besides the target {target!r}"
                          f"{also}: the model needs at least one column to learn from.")
     return frame.drop(columns=[target]), frame[target]
@@ -444,6 +455,10 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     params = parse_params(opts["params"])
     target, id_col = opts["target"], opts["id_column"]
     frame, X, y = _read(train, target, id_col, "training file", None)
+    if id_col is None and frame.columns[0] == UNNAMED_INDEX:
+        click.echo(f"rows: named by the unnamed first column of {train.name} (the row index "
+                   "that pandas' to_csv writes), not used as a feature; --id-column names "
+                   "another")
     others: dict[str, Any] = {}
     for key in ("val", "test"):
         path = opts[f"{key}_path"]
