@@ -326,6 +326,9 @@ def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out" / "cleaned.csv").read_text().splitlines()[0] == \
         "a ,\tb, colour , y "  # the user's header, as written
+    # the name as the header writes it, spaces included, is the same column
+    res = tdshap("clean", "t.csv", "--target", " y ", "--out", "out2", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
 
 
 def test_a_file_name_with_dollar_signs_is_not_typeset(tmp_path: Path) -> None:

@@ -259,6 +259,9 @@ _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
+    if not is_parquet(path):  # a text file's names are read without spaces around them
+        target = target.strip()
+        id_column = None if id_column is None else id_column.strip()
     if id_column is not None and id_column not in frame.columns and \
             id_column in frame.index.names:  # the row ids a Parquet file stores as its index
         frame = frame.reset_index(level=id_column)
