@@ -162,6 +162,19 @@ def test_an_unnamed_index_column_names_the_rows_not_a_feature(tmp_path: Path) ->
     np.testing.assert_array_equal(values["row"] - 100, plain["row"])
 
 
+def test_a_validation_file_with_or_without_a_pandas_index(tmp_path: Path) -> None:
+    table().to_csv(tmp_path / "train.csv")
+    table(seed=1).to_csv(tmp_path / "val.csv", index=False)
+    res = tdshap("clean", "train.csv", "--target", "y", "--val", "val.csv", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    table().to_csv(tmp_path / "train.csv", index=False)
+    table(seed=1).to_csv(tmp_path / "val.csv")
+    res = tdshap("clean", "train.csv", "--target", "y", "--val", "val.csv", "--out", "out2",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+
+
 def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     frame = table()
     frame.insert(0, "", 1)  # repeats: no row index

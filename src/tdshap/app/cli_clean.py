@@ -317,9 +317,18 @@ def _read(path: Path, target: str, id_column: str | None, what: str,
 
     frame = read_table(path, what, text=(id_column,) if id_column is not None else ())
     if reference is not None:
-        check_same_columns(reference, frame, what)
+        # a pandas row index names the rows of its own file: one file may have it, one not
+        check_same_columns(_features_and_target(reference, id_column),
+                           _features_and_target(frame, id_column), what)
     X, y = _split_columns(frame, target, id_column, what, path)
     return frame, X, y
+
+
+def _features_and_target(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
+    """``frame`` without an unnamed first column that names its rows (``UNNAMED_INDEX``)."""
+    if id_column is None and frame.shape[1] > 1 and frame.columns[0] == UNNAMED_INDEX:
+        return frame.iloc[:, 1:]
+    return frame
 
 
 #: First characters that make a spreadsheet read a cell as a formula (CSV injection).
