@@ -342,6 +342,9 @@ def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
     # the name as the header writes it, spaces included, is the same column
     res = tdshap("clean", "t.csv", "--target", " y ", "--out", "out2", *FAST, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
+    res = tdshap("value", "t.csv", "--target", "y", "--id-column", " colour ", "--out", "out3",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out3", "repeats ids")
 
 
 def test_a_file_name_with_dollar_signs_is_not_typeset(tmp_path: Path) -> None:

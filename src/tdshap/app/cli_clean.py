@@ -466,6 +466,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                 read_checkpoint(checkpoint)
     params = parse_params(opts["params"])
     target, id_col = opts["target"], opts["id_column"]
+    if not is_parquet(train):  # as the header's names are read (the ids' text reading too)
+        target, id_col = target.strip(), None if id_col is None else id_col.strip()
     frame, X, y = _read(train, target, id_col, "training file", None)
     if id_col is None and frame.columns[0] == UNNAMED_INDEX:
         click.echo(f"rows: named by the unnamed first column of {train.name} (the row index "
