@@ -259,9 +259,6 @@ _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
-    if not is_parquet(path):  # a text file's names are read without spaces around them
-        target = target.strip()
-        id_column = None if id_column is None else id_column.strip()
     if id_column is not None and id_column not in frame.columns and \
             id_column in frame.index.names:  # the row ids a Parquet file stores as its index
         frame = frame.reset_index(level=id_column)
@@ -270,8 +267,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
                              f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''}).")
-    auto = (id_column is None and frame.shape[1] > 0 and frame.columns[0] == UNNAMED_INDEX
-            and target != UNNAMED_INDEX and not frame[UNNAMED_INDEX].isna().any()
+    auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
+            and not frame[UNNAMED_INDEX].isna().any()
             and not frame[UNNAMED_INDEX].duplicated().any())
     if auto:
         # the row index DataFrame.to_csv writes by default: the rows' own names, as
@@ -318,17 +315,21 @@ def _read(path: Path, target: str, id_column: str | None, what: str,
     frame = read_table(path, what, text=(id_column,) if id_column is not None else ())
     if reference is not None:
         # a pandas row index names the rows of its own file: one file may have it, one not
-        check_same_columns(_features_and_target(reference, id_column),
-                           _features_and_target(frame, id_column), what)
+        check_same_columns(_without_row_index(reference, id_column),
+                           _without_row_index(frame, id_column), what)
     X, y = _split_columns(frame, target, id_column, what, path)
     return frame, X, y
 
 
-def _features_and_target(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
-    """``frame`` without an unnamed first column that names its rows (``UNNAMED_INDEX``)."""
-    if id_column is None and frame.shape[1] > 1 and frame.columns[0] == UNNAMED_INDEX:
-        return frame.iloc[:, 1:]
-    return frame
+def _has_row_index(frame: pd.DataFrame, id_column: str | None) -> bool:
+    """Whether ``frame``'s first column is pandas' unnamed row index (``UNNAMED_INDEX``) and
+    no ``--id-column`` was given: it then names the rows (:func:`_split_columns`)."""
+    return id_column is None and frame.shape[1] > 0 and frame.columns[0] == UNNAMED_INDEX
+
+
+def _without_row_index(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
+    """``frame`` without the unnamed first column that names its rows, if it has one."""
+    return frame.iloc[:, 1:] if _has_row_index(frame, id_column) else frame
 
 
 #: First characters that make a spreadsheet read a cell as a formula (CSV injection).
@@ -466,10 +467,10 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                 read_checkpoint(checkpoint)
     params = parse_params(opts["params"])
     target, id_col = opts["target"], opts["id_column"]
-    if not is_parquet(train):  # as the header's names are read (the ids' text reading too)
+    if not is_parquet(train):  # a text file's names are read without spaces around them
         target, id_col = target.strip(), None if id_col is None else id_col.strip()
     frame, X, y = _read(train, target, id_col, "training file", None)
-    if id_col is None and frame.columns[0] == UNNAMED_INDEX:
+    if _has_row_index(frame, id_col):
         click.echo(f"rows: named by the unnamed first column of {train.name} (the row index "
                    "that pandas' to_csv writes), not used as a feature; --id-column names "
                    "another")
