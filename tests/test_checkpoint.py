@@ -418,3 +418,54 @@ def test_an_origin_is_saved_beside_the_fingerprints_and_never_compared(
     y[0] = 1 - y[0]
     with pytest.raises(CheckpointDataError, match="different data"):
         _model(max_iter=6, resume=path).fit(d.X_train, y, d.X_val, d.y_val)
+
+
+def test_a_resumed_first_pass_is_held_to_what_is_left_of_the_time_budget(tmp_path,
+                                                                          monkeypatch):
+    # a resume in the first pass skipped the budget check (only fresh runs had it), and the
+    # first pass cannot stop part-way: it ran on past the budget
+    import pandas as pd
+    from sklearn.datasets import make_classification
+
+    from tdshap import Utility
+    from tdshap.app.harmful import prepare
+    from tdshap.app.plan import plan, run
+    from tdshap.app.run import TDShapOptions
+    from tdshap.methods.checkpoint.files import write_checkpoint
+
+    X, y = make_classification(160, 5, random_state=0)
+    data = prepare(pd.DataFrame(X), pd.Series(y), task="classification", seed=0)
+    path = tmp_path / "run.tdshap"
+    settings = dict(model=DecisionTreeClassifier(max_depth=3, random_state=0),
+                    method="tdshap", checkpoint=path, checkpoint_every=1e9)
+    calls = []
+    original = Utility.evaluate_chain
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 40:  # the estimate's trial chains and a few first-pass blocks
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Utility, "evaluate_chain", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(data, options=TDShapOptions(k=2, n_min=2, max_iter=2), **settings)
+    monkeypatch.setattr(Utility, "evaluate_chain", original)
+    info = checkpoint_info(path)
+    assert 0 < info["init_done"] < info["n_init_blocks"], info
+
+    def planned(budget: float):
+        return plan(data, options=TDShapOptions(k=2, n_min=2, max_iter=2, time_budget=budget),
+                    resume=True, **settings)
+
+    with pytest.raises(ValueError, match=r"what is left of the first pass \([\d,]+ "
+                       r"evaluations, \d+ of \d+ blocks done\) needs .*, more than the .* s "
+                       r"left of `time_budget` 1e-09 s"):
+        planned(1e-9)
+    assert planned(1e6).estimate.resumed.startswith("resuming in the first pass")
+    # the budget counts the seconds spent before the checkpoint
+    meta, arrays = read_checkpoint(path)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "version")}
+    write_checkpoint(path, {**meta, "elapsed": 1e6 - 1e-9}, arrays)
+    with pytest.raises(ValueError, match=r"\(1e\+06 s were spent before the checkpoint\)"):
+        planned(1e6)

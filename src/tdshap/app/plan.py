@@ -626,6 +626,7 @@ def plan(
                           "resume": True if resume else None}, neighbor_search, n,
                          (data.X_train, data.y_train, data.X_val, data.y_val))
     ignored = _ignored(valuer.method, method != "auto", o, given)
+    done: dict[str, Any] | None = None  # what a resumed checkpoint has done
     if valuer.method != "tdshap":
         if resume:
             raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "
@@ -673,11 +674,19 @@ def plan(
             f"{estimate.seconds_per_evaluation * 1e3:.3g} ms): lower `max_iter`, or give "
             "`time_budget` in seconds to stop it when the time is up (a run estimated "
             "beyond a year needs one).", "max_iter", "time_budget")
-    if o.time_budget is not None and init_seconds > o.time_budget and not resume:
+    # the budget counts the seconds before the checkpoint too, and the first pass cannot
+    # stop part-way: a resumed run in its first pass is checked on what is left of both
+    spent = float(done.get("elapsed") or 0.0) if done else 0.0
+    if o.time_budget is not None and init_seconds > max(o.time_budget - spent, 0.0):
+        what = (f"the first pass over the N={n} rows ({estimate.init_evaluations:,} "
+                "evaluations, every row valued once)" if not done else
+                f"what is left of the first pass ({estimate.init_evaluations:,} evaluations, "
+                f"{estimate.resumed.removeprefix('resuming in the first pass, ')})")
+        left = (f"`time_budget` of {o.time_budget:g} s" if not done else
+                f"the {max(o.time_budget - spent, 0.0):.3g} s left of `time_budget` "
+                f"{o.time_budget:g} s ({spent:.3g} s were spent before the checkpoint)")
         raise ParameterError(
-            f"the first pass over the N={n} rows ({estimate.init_evaluations:,} evaluations, "
-            f"every row valued once) needs {_duration(init_seconds)}, more than `time_budget` "
-            f"of {o.time_budget:g} s: "
+            f"{what} needs {_duration(init_seconds)}, more than {left}: "
             "raise the budget, value fewer rows, or choose a faster model.", "time_budget")
     return RunPlan(data, estimator, model_name, model_about, dict(params or {}), metric, o,
                    valuer.estimator, valuer.method, valuer.why, valuer.metric, cut, seed,
