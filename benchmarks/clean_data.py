@@ -34,6 +34,7 @@ from sklearn.datasets import (
     make_friedman1,
 )
 
+import tdshap.app.valuer as valuer
 import tdshap.cut
 from benchmarks.defaults_unseen import _split, plant_labels
 from tdshap.app.harmful import DEFAULT_MAX_ITER, find_harmful
@@ -133,10 +134,16 @@ def main() -> None:
     parser.add_argument("--eligibility", choices=CONTROLS, default=ELIGIBILITY_CONTROL,
                         help="how the default cut's credibly-harmful rows control false ones "
                         "(tdshap.cut.ELIGIBILITY_CONTROL)")
+    parser.add_argument("--own-label", action="store_true",
+                        help="exact k-NN Shapley credits each row with its own query "
+                        "(KNNShapley's own_label; tdshap.app.valuer.OWN_LABEL)")
     args = parser.parse_args()
     tdshap.cut.ELIGIBILITY_CONTROL = args.eligibility
+    if args.own_label:
+        valuer.OWN_LABEL = valuer.EVERY_OWN_LABEL
     print(f"# {platform.machine()} Python {platform.python_version()}, {args.seeds} seeds, "
-          f"max_iter {args.max_iter}, method {args.method}, "
+          f"max_iter {args.max_iter}, method {args.method}"
+          f"{' with own_label' if args.own_label else ''}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if not args.no_clean:
         rounds = "" if args.max_iter == DEFAULT_MAX_ITER else f" but max_iter={args.max_iter}"

@@ -88,9 +88,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC, LinearSVR
 from threadpoolctl import threadpool_limits
 
+import tdshap.app.valuer as valuer
 import tdshap.cut
 from tdshap.app.harmful import find_harmful
 from tdshap.app.models import build_model
+from tdshap.app.valuer import EVERY_OWN_LABEL
 from tdshap.app.valuer import METHODS as VALUERS
 from tdshap.cleansing import cleanse
 from tdshap.cut import CONTROLS, ELIGIBILITY_CONTROL
@@ -449,6 +451,20 @@ def _find_harmful(method: str) -> Runner:
 run_find_harmful = _find_harmful("auto")
 
 
+def _own_label(pairs: frozenset[tuple[str, str]], method: str = "auto") -> Runner:
+    """find_harmful with exact k-NN Shapley's ``own_label`` for the ``(method, task)``
+    pairs (tdshap.app.valuer.OWN_LABEL; the default: none)."""
+    inner = _find_harmful(method)
+
+    def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+        before, valuer.OWN_LABEL = valuer.OWN_LABEL, pairs
+        try:
+            return inner(split, estimator, seed, budget)
+        finally:
+            valuer.OWN_LABEL = before
+    return run
+
+
 def run_tdoob(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
     return _valued(ThresholdingOOB(estimator, random_state=seed, max_iter=100), split)
 
@@ -536,6 +552,12 @@ METHODS: dict[str, Method] = {
                                  "method='knn_shapley_proxy' (exact 5-NN Shapley of the "
                                  "standardised rows standing in for any model; a "
                                  "regressor's on the training rows alone)"),
+    "find_harmful-own": Method(_own_label(EVERY_OWN_LABEL), "find_harmful with exact "
+                               "k-NN Shapley's own_label wherever it takes exact k-NN "
+                               "Shapley (each row's own query counts for it)"),
+    "find_harmful-proxy-own": Method(_own_label(EVERY_OWN_LABEL, "knn_shapley_proxy"),
+                                     "find_harmful with method='knn_shapley_proxy' and "
+                                     "own_label"),
     "find_harmful-tdshap": Method(_find_harmful("tdshap"), "find_harmful with method='tdshap' "
                                   "(the defaults before: TDShap on the user's metric, tau/eps "
                                   "auto, 50 rounds)"),

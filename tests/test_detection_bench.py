@@ -160,3 +160,22 @@ def test_the_papers_data_load_as_planted_noise_sets(bench):
     np.testing.assert_array_equal(X3, X)  # the same rows
     assert np.array_equal(y3, (y > 8.5).astype(int) + (y > 10.5))
     assert np.bincount(y3).min() > 300  # three groups of some size
+
+
+def test_the_own_label_rows_value_with_it_and_leave_the_default_as_it_was(bench):
+    from sklearn.neighbors import KNeighborsClassifier
+
+    import tdshap.app.valuer as valuer
+    from tdshap.methods import KNNShapley
+
+    load, task = bench.DATASETS["wine"]
+    split = bench.make_split("wine", *load(), task, 0)
+    default = valuer.OWN_LABEL
+    run = bench.METHODS["find_harmful-own"].run
+    got = run(split, KNeighborsClassifier(5), 0, bench.Budget())
+    assert valuer.OWN_LABEL == default
+    own = KNNShapley(KNeighborsClassifier(5), queries="both", own_label=True,
+                     random_state=0).fit(split.X, split.y, split.X_val, split.y_val)
+    np.testing.assert_allclose(got.values, own.values_, atol=1e-12)
+    plain = bench.METHODS["find_harmful"].run(split, KNeighborsClassifier(5), 0, bench.Budget())
+    assert not np.allclose(plain.values, own.values_)

@@ -394,3 +394,54 @@ def test_find_harmful_values_a_regressor_by_a_knn_regressor_proxy_on_the_trainin
     assert run.cleansing is not None and run.cleansing.extra["n_fits"] > 0  # the tree refitted
     assert method_label(run) == "exact 5-NN Shapley on the training rows, a proxy for the model"
     assert "standing in for the model" in text_report(run)
+
+
+def brute_own_support(X, y, k, task):
+    """Each row's K nearest other rows (ties by row position) backing its own label."""
+    d = cdist(X, X, "sqeuclidean")
+    if task == "regression":  # as the values: centred (it matters where K > N - 1)
+        y = y - y.mean()
+    support = np.empty(len(y))
+    for j in range(len(y)):
+        others = np.array([i for i in range(len(y)) if i != j])
+        top = others[np.lexsort((others, d[j, others]))][:k]
+        if task == "regression":
+            support[j] = -((np.sum(y[top]) / k - y[j]) ** 2)
+        else:
+            votes = {c: np.sum(y[top] == c) for c in np.unique(y)}
+            best_other = max([v for c, v in votes.items() if c != y[j]], default=0)
+            support[j] = (votes[y[j]] - best_other) / k
+    return support
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("queries", ["training", "both"])
+@pytest.mark.parametrize("k", [1, 3, 9])
+def test_own_label_adds_each_rows_own_query_to_its_shapley_value(task, queries, k):
+    # ties included (rows 1 and 4 copy row 0), and K beyond the N - 1 other rows
+    X, y, Xv, yv = tiny_game(6, task, n=8, duplicates=True)
+    kw = dict(n_neighbors=k, task=task, queries=queries, random_state=0)
+    exact = KNNShapley(**kw).fit(X, y, Xv, yv).result_
+    own = KNNShapley(**kw, own_label=True).fit(X, y, Xv, yv).result_
+    support = brute_own_support(X, y, k, task)
+    terms = support - support.mean() if task == "regression" else support
+    share = 0.5 if queries == "both" else 1.0  # "both": half the training queries' mean
+    np.testing.assert_allclose(own.values - exact.values, share * terms / len(y), atol=1e-12)
+    assert own.extra["own_label"] and not exact.extra["own_label"]
+    if task == "regression":  # centred: value moves between rows, none is added
+        assert own.values.sum() == pytest.approx(exact.values.sum(), abs=1e-12)
+    if queries == "both":  # each fold's values carry the same own terms
+        for a, b in zip(own.extra["cross_fit"]["values"], exact.extra["cross_fit"]["values"],
+                        strict=True):
+            np.testing.assert_allclose(np.asarray(a) - np.asarray(b), share * terms / len(y),
+                                       atol=1e-12)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"own_label": True}, "needs the training rows as queries"),
+    ({"own_label": 1, "queries": "both"}, "own_label=1 must be True or False"),
+])
+def test_own_label_settings_are_explained(kwargs, match):
+    X, y, Xv, yv = tiny_game(0, "classification")
+    with pytest.raises(ValueError, match=match):
+        KNNShapley(**kwargs).fit(X, y, Xv, yv)

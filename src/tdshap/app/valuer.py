@@ -116,8 +116,19 @@ from tdshap.utility.base import random_state_params
 METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley", "knn_shapley_train",
            "knn_shapley_proxy")
 #: the closed forms: exact k-NN Shapley and the queries each takes
+#: the (method, task) pairs whose exact k-NN Shapley values credit each row with its own
+#: query too (:class:`~tdshap.methods.KNNShapley`'s ``own_label``): none by default. It
+#: ranked planted noise better for k-NN classifiers and regressors alike, but the
+#: classifier's cut gained less (planted digits' test accuracy fell on average) and the
+#: regressor's removed 12% of real diabetes, beyond the do-no-harm promise
+#: (docs/benchmarks.md, "A row's own query"); ``benchmarks/detection.py`` sets it for its
+#: ``find_harmful-own`` rows
+OWN_LABEL: frozenset[tuple[str, str]] = frozenset()
 KNN_SHAPLEY_QUERIES = {"knn_shapley": "both", "knn_shapley_train": "training",
                        "knn_shapley_proxy": "both"}
+#: every exact k-NN Shapley method for both tasks: what the benchmarks' own-label rows set
+EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
+                            for t in ("classification", "regression"))
 
 #: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,
 #: 1.7 s at 5,000 rows on one core (2.5 s with 2,500 validation rows; benchmarks/scale.py;
@@ -448,10 +459,11 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
         # the proxy: a k-NN on the standardised rows values them for another model
         knn = estimator if chosen != "knn_shapley_proxy" else proxy_model(
             is_classifier(estimator))
+        task, queries = knn_shapley_task(knn), proxy_queries(chosen, estimator)
         exact = KNNShapley(knn, tau=0.0 if options.tau == "auto" else options.tau,
-                           queries=proxy_queries(chosen, estimator), random_state=seed,
-                           progress=progress)
-        proba = knn_shapley_task(knn) == "classification"
+                           queries=queries, random_state=seed, progress=progress,
+                           own_label=(chosen, task) in OWN_LABEL and queries != "validation")
+        proba = task == "classification"
         return Valuer(exact, chosen, "true_class_proba" if proba else "neg_mse", why)
     if chosen == "knn_oob":
         closed = KNNOutOfBag(estimator, tau=options.tau, random_state=seed, progress=progress,

@@ -60,6 +60,20 @@ The training rows as queries (``queries="training"``)
     were sampled; the values themselves are exact for these rows, and the
     cut takes the rows below ``tau`` as they are (``extra["eligible_by"]``).
 
+    With ``own_label=True`` a row's own query counts for it too (a variant, not a
+    Shapley value): in place of the 0 it has as a null player of its own game, the row
+    is credited with how well its K nearest other rows, the k-NN without it, back its
+    own label. Classification: their votes for its label less those for the likeliest
+    other label, over K (in [-1, 1]; below 0 where the k-NN without the row predicts
+    another label). Regression: the mean squared error of the k-NN without each row on
+    its own target less the row's own (centred, so the own terms sum to 0 and only
+    move value between rows). A wrong label both lowers the neighbours' predictions
+    (the Shapley part) and is contradicted by them (this part); the Shapley part
+    alone blames a right label for the wrong labels near it, which its own query then
+    answers. It ranks planted noise better, but a cut along it gained less and removed
+    more of a real noisy target, so ``find_harmful`` does not use it (docs/benchmarks.md,
+    "A row's own query").
+
 Both (``queries="both"``)
     ``U(S) = ½ (1/N) Σ_j U_j(S \\ {j}) + ½ (1/M) Σ_v U_v(S)``: the training
     rows' game above and the validation rows' (Jia et al.), weighing equally,
@@ -234,6 +248,10 @@ class KNNShapley(DirectValuation):
     batch_size:
         Query points per chunk; ``None`` keeps a chunk's arrays under
         ``MAX_CHUNK_ENTRIES`` entries.
+    own_label:
+        With training queries (``"training"`` or ``"both"``): each row's own
+        query adds its k-NN's support for the row's label (see the module
+        docstring); ``False``: exact Shapley values.
     random_state:
         Accepted for a common interface; the values are exact and
         deterministic.
@@ -265,6 +283,7 @@ class KNNShapley(DirectValuation):
         batch_size: int | None = None,
         random_state: Any = None,
         progress: bool = False,
+        own_label: bool = False,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -277,6 +296,7 @@ class KNNShapley(DirectValuation):
         self.batch_size = batch_size
         self.random_state = random_state
         self.progress = progress
+        self.own_label = own_label
 
     def _resolve_k(self) -> int:
         if self.n_neighbors is not None:
@@ -295,6 +315,11 @@ class KNNShapley(DirectValuation):
                              "validation rows (Jia et al.), the training rows, or both.")
         training = self.queries in ("training", "both")
         validation = self.queries in ("validation", "both")
+        if not isinstance(self.own_label, bool | np.bool_):
+            raise ValueError(f"own_label={self.own_label!r} must be True or False.")
+        if self.own_label and not training:
+            raise ValueError("own_label=True credits each row with its own query: it needs "
+                             "the training rows as queries (queries 'training' or 'both').")
         Xa, ya = self._start(X, y)
         if not validation and (X_val is None or y_val is None):
             Xv, yv = Xa[:1], ya[:1]  # checked for shape only: not used
@@ -334,11 +359,11 @@ class KNNShapley(DirectValuation):
             raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
                              "row is valued by what it does to the others.")
         extra: dict[str, Any] = {"n_neighbors": k, "task": task, "center": bool(self.center),
-                                 "queries": self.queries}
+                                 "queries": self.queries, "own_label": bool(self.own_label)}
         modes = []  # (value sums per group of queries, squares, queries per group)
         if training:
             modes.append(self._sums(Xa, ya, Xa, ya, k, task, np.zeros(n, dtype=np.int64), 1,
-                                    own=True, spread=True))
+                                    own=True, spread=True, own_label=bool(self.own_label)))
         folds = np.zeros(len(yv), dtype=np.int64)
         n_folds = 1
         if validation:
@@ -372,15 +397,17 @@ class KNNShapley(DirectValuation):
         return self
 
     def _sums(self, Xa: np.ndarray, ya: np.ndarray, Xq: np.ndarray, yq: np.ndarray, k: int,
-              task: str, groups: np.ndarray, n_groups: int, own: bool, spread: bool
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              task: str, groups: np.ndarray, n_groups: int, own: bool, spread: bool,
+              own_label: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every row's values summed over the queries of each group ``(n_groups, N)``, their
         squares summed over all queries ``(N,)`` (zeros unless ``spread``: only intervals
         need them), and the queries per group.
 
-        ``own``: the queries are the training rows, each left out of its own game.
+        ``own``: the queries are the training rows, each left out of its own game;
+        ``own_label`` (with ``own``): each row's own query adds :func:`own_label_terms`.
         """
         n = len(ya)
+        support = np.zeros(n) if own_label else None
         chunk = int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
         # the training rows against themselves in one block: the symmetric half suffices
         # (the same sums of squared differences, about half the time)
@@ -390,12 +417,18 @@ class KNNShapley(DirectValuation):
             rows = np.arange(lo, min(lo + chunk, len(yq)))
             order, phi = self._chunk(Xa, ya, Xq[rows], yq[rows], k, task, rows if own else None,
                                      dist=square)
+            if support is not None:
+                support[rows] = own_label_support(order[:, :k], ya, yq[rows], k, task)
             # each value added to its row's total (and its group's), queries in order
             slots = (groups[rows][:, None] * n + order).ravel()
             total += np.bincount(slots, weights=phi.ravel(), minlength=n_groups * n)
             if spread:
                 squares += np.bincount(order.ravel(), weights=np.square(phi).ravel(),
                                        minlength=n)
+        if support is not None:
+            terms = own_label_terms(support, task)
+            total += terms  # one group: every training row is a query of group 0
+            squares += np.square(terms) if spread else 0.0
         return (total.reshape(n_groups, n), squares,
                 np.bincount(groups, minlength=n_groups))
 
@@ -425,6 +458,31 @@ class KNNShapley(DirectValuation):
             phi = (2 * t * linear_knn_shapley(w, k) - linear_knn_shapley(w * w, k) / k
                    - 2 * pair_knn_shapley(w, k) / k**2)
         return order, phi
+
+
+def own_label_support(nearest: np.ndarray, y: np.ndarray, labels: np.ndarray, k: int,
+                      task: str) -> np.ndarray:
+    """How the K nearest other rows (``nearest``, row positions, nearest first) back each
+    query's own label ``labels``: classification, their votes for it less those for the
+    likeliest other label, over K; regression, minus the squared error of their mean (the
+    sum over K, as the utility's) on it."""
+    if task == "regression":
+        return -np.square(y[nearest].sum(axis=1) / k - labels)
+    classes, codes = np.unique(y, return_inverse=True)
+    own = np.searchsorted(classes, labels)
+    m = len(labels)
+    votes = np.bincount((np.arange(m)[:, None] * len(classes) + codes[nearest]).ravel(),
+                        minlength=m * len(classes)).reshape(m, len(classes))
+    backing = votes[np.arange(m), own]
+    votes[np.arange(m), own] = 0
+    return (backing - votes.max(axis=1)) / k
+
+
+def own_label_terms(support: np.ndarray, task: str) -> np.ndarray:
+    """The own queries' terms: the support itself (classification: 0 is a tie with another
+    label), or centred on its mean (regression: no error is neutral by itself, so the terms
+    move value between rows and add none)."""
+    return support - support.mean() if task == "regression" else support
 
 
 def squared_distances(Xq: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
