@@ -271,6 +271,27 @@ def test_a_typo_in_a_held_out_row_is_refused_too() -> None:
         tdshap.find_harmful(X, y)
 
 
+@pytest.mark.parametrize(("names", "refused"), [
+    ([f"n{i}" for i in range(60)], True),  # 30 training rows, each its own name
+    ([f"n{i}" for i in range(59)] + [None], True),  # missing cells aside
+    ([f"n{i % 25}" for i in range(60)], False),  # 25 levels: 30 training rows share some
+])
+def test_a_text_column_of_row_names_is_refused(names: list[Any], refused: bool) -> None:
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=60), "name": names})
+    y = np.where(X["a"] > 0, "yes", "no")
+    if not refused:
+        tdshap.find_harmful(X, y, cleanse=False, impute=True)
+        return
+    with pytest.raises(ValueError, match=r"column 'name' holds a different text in each of "
+                       r"its \d+ training rows.*row id or name.*X's index"):
+        tdshap.find_harmful(X, y, cleanse=False, impute=True)
+    # as the index the names name the rows, and the table is valued
+    named = X.dropna().set_index("name")
+    rows = tdshap.find_harmful(named, y[: len(named)], cleanse=False)
+    assert set(rows.index) <= set(named.index)
+
+
 def test_a_frame_with_number_column_names_and_a_text_column_is_encoded() -> None:
     # pd.DataFrame(array) names its columns 0, 1, ...: with a text column, scikit-learn's
     # get_feature_names_out ended in "unsupported operand type(s) for +: 'int' and 'str'"

@@ -27,6 +27,9 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       levels. Missing-value markers the reader knows (empty, ``NA``, ``n/a``,
       ``null``...) are missing values, not typos; a ``pandas`` category column
       is taken as text as it is;
+    * a text column with a different value in each of more than ``MAX_LEVELS``
+      training rows (an id, a name) is refused: no row shares its level, so it
+      would only set the few rows whose level got a column of its own apart;
     * date/time and other column types are refused.
 
 Missing values
@@ -395,6 +398,7 @@ class TableEncoder:
                 )
         _check_cells(X, self.categorical_, "training data")
         _check_typos(X, self.categorical_, "training data")
+        _check_row_names(X, self.categorical_, self.max_levels)
         self._check_missing(X, "training data")
         self.imputed_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
@@ -553,6 +557,24 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
                 f"column {c!r} of the {what} holds a {type(cell).__name__} in row "
                 f"{X.index[pos]} ({cell!r:.60}): a feature cell must be one number or text; "
                 "split it into columns or join it into text.")
+
+
+def _check_row_names(X: pd.DataFrame, columns: list[str], max_levels: int) -> None:
+    """Refuse a text column with a different value in every training row (beyond
+    ``max_levels`` rows): no two rows share a level, so as a feature it only sets a few
+    rows apart at random (those whose level got a one-hot column of its own); such a
+    column names the rows (an id, a name) and belongs in the index."""
+    if not columns:
+        return
+    filled = X[columns].notna().sum()
+    distinct = X[columns].nunique()
+    for c in columns:
+        if filled[c] > max_levels and distinct[c] == filled[c]:
+            raise ParameterError(
+                f"column {c!r} holds a different text in each of its {int(filled[c])} training "
+                "rows, so as a feature it says nothing of any other row (each value would be "
+                "its own level); it looks like a row id or name: name the rows by it (the "
+                "command's --id-column, or X's index in Python), or drop it.", "X")
 
 
 def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
