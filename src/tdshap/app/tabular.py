@@ -574,7 +574,8 @@ def _check_row_names(X: pd.DataFrame, columns: list[str], max_levels: int) -> No
                 f"column {c!r} holds a different text in each of its {int(filled[c])} training "
                 "rows, so as a feature it says nothing of any other row (each value would be "
                 "its own level); it looks like a row id or name: name the rows by it (the "
-                "command's --id-column, or X's index in Python), or drop it.", "X")
+                "command's --id-column, or X's index in Python), drop it, or turn it into "
+                "numbers (a date into days, say).", "X")
 
 
 def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
