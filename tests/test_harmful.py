@@ -671,3 +671,24 @@ def test_library_messages_say_what_none_means(check: Any, said: str) -> None:
     # each read "... or None." without saying what None would do
     with pytest.raises(ValueError, match=said):
         check()
+
+
+def test_the_settings_line_shows_what_the_method_took() -> None:
+    # a closed form's line read "settings: k=None, n_min=None, max_iter=None, time_budget=None"
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = make_classification(120, 4, random_state=0)
+
+    def line(rows: tdshap.HarmfulRows) -> str:
+        from tdshap.app.report import text_report
+
+        return next(s for s in text_report(rows.run).splitlines() if s.startswith("settings: "))
+
+    closed = tdshap.find_harmful(X, y, KNeighborsClassifier(5), cleanse=False)
+    assert line(closed) == "settings: seed=0"
+    rows = tdshap.find_harmful(X, y, DecisionTreeClassifier(max_depth=3, random_state=0),
+                               method="tdshap", max_iter=2, time_budget=60, cleanse=False,
+                               random_state=3)
+    k, n_min = rows.run.settings["k"].value, rows.run.settings["n_min"].value
+    assert line(rows) == f"settings: k={k}, n_min={n_min}, max_iter=2, time_budget=60, seed=3"

@@ -795,7 +795,7 @@ def execute(p: RunPlan) -> HarmfulRun:
 
 def _unused(name: str, why: str, ignored: dict[str, str]) -> Setting:
     return Setting(None, name in ignored, f"{'given but ' if name in ignored else ''}"
-                   f"not used: {why}")
+                   f"not used: {why}", used=False)
 
 
 def _method_settings(method: str, valuer: Any, o: TDShapOptions, given: set[str],

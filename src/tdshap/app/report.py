@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._validation import check_number
-from tdshap.app.run import HarmfulRun
+from tdshap.app.run import HarmfulRun, Setting
 from tdshap.cleansing import plain_text
 
 GUARANTEE_NOTE = (
@@ -247,6 +247,15 @@ def worst_rows(run: HarmfulRun, n: int) -> pd.DataFrame:
     return frame.iloc[order[:int(n)]][cols]
 
 
+def settings_line(s: dict[str, Setting]) -> str:
+    """The budget settings the method took (k, n_min, max_iter; a time budget when given)
+    and the seed: a closed form's line said k=None, n_min=None, max_iter=None."""
+    shown = [f"{name}={s[name].value}" for name in ("k", "n_min", "max_iter") if s[name].used]
+    if s["time_budget"].value is not None:
+        shown.append(f"time_budget={s['time_budget'].value}")
+    return "settings: " + ", ".join([*shown, f"seed={s['seed'].value}"])
+
+
 def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
     """The summary printed by ``HarmfulRows.report()`` and the CLI."""
     d, s = run.data, run.settings
@@ -258,8 +267,7 @@ def text_report(run: HarmfulRun, n_worst: int = 10) -> str:
         f"valued by {s['method'].value} on {s['valuation_metric'].value} "
         f"({s['method'].why})",
         f"data: {len(d.y_train)} training rows valued; {d.split_note}",
-        f"settings: k={s['k'].value}, n_min={s['n_min'].value}, max_iter={s['max_iter'].value}"
-        f", time_budget={s['time_budget'].value}, seed={s['seed'].value}",
+        settings_line(s),
     ]
     if run.cleansing is not None:
         lines.append(f"{cut_summary(run)}:")

@@ -24,6 +24,7 @@ class Setting:
     value: Any
     given: bool
     why: str = ""
+    used: bool = True  # False: a setting the chosen method does not take (value None)
 
 
 @dataclass(frozen=True)
