@@ -92,7 +92,6 @@ import tdshap.app.valuer as valuer
 import tdshap.cut
 from tdshap.app.harmful import find_harmful
 from tdshap.app.models import build_model
-from tdshap.app.valuer import EVERY_OWN_LABEL
 from tdshap.app.valuer import METHODS as VALUERS
 from tdshap.cleansing import cleanse
 from tdshap.cut import CONTROLS, ELIGIBILITY_CONTROL
@@ -552,10 +551,10 @@ METHODS: dict[str, Method] = {
                                  "method='knn_shapley_proxy' (exact 5-NN Shapley of the "
                                  "standardised rows standing in for any model; a "
                                  "regressor's on the training rows alone)"),
-    "find_harmful-own": Method(_own_label(EVERY_OWN_LABEL), "find_harmful with exact "
+    "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL), "find_harmful with exact "
                                "k-NN Shapley's own_label wherever it takes exact k-NN "
                                "Shapley (each row's own query counts for it)"),
-    "find_harmful-proxy-own": Method(_own_label(EVERY_OWN_LABEL, "knn_shapley_proxy"),
+    "find_harmful-proxy-own": Method(_own_label(valuer.EVERY_OWN_LABEL, "knn_shapley_proxy"),
                                      "find_harmful with method='knn_shapley_proxy' and "
                                      "own_label"),
     "find_harmful-tdshap": Method(_find_harmful("tdshap"), "find_harmful with method='tdshap' "

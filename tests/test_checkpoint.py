@@ -459,8 +459,8 @@ def test_a_resumed_first_pass_is_held_to_what_is_left_of_the_time_budget(tmp_pat
                     resume=True, **settings)
 
     with pytest.raises(ValueError, match=r"what is left of the first pass \([\d,]+ "
-                       r"evaluations, \d+ of \d+ blocks done\) needs .*, more than the .* s "
-                       r"left of `time_budget` 1e-09 s"):
+                       r"evaluations: resuming in the first pass, \d+ of \d+ blocks done\) "
+                       r"needs .*, more than the .* s left of `time_budget` 1e-09 s"):
         planned(1e-9)
     assert planned(1e6).estimate.resumed.startswith("resuming in the first pass")
     # the budget counts the seconds spent before the checkpoint

@@ -680,8 +680,8 @@ def plan(
     if o.time_budget is not None and init_seconds > max(o.time_budget - spent, 0.0):
         what = (f"the first pass over the N={n} rows ({estimate.init_evaluations:,} "
                 "evaluations, every row valued once)" if not done else
-                f"what is left of the first pass ({estimate.init_evaluations:,} evaluations, "
-                f"{estimate.resumed.removeprefix('resuming in the first pass, ')})")
+                f"what is left of the first pass ({estimate.init_evaluations:,} evaluations: "
+                f"{estimate.resumed})")
         left = (f"`time_budget` of {o.time_budget:g} s" if not done else
                 f"the {max(o.time_budget - spent, 0.0):.3g} s left of `time_budget` "
                 f"{o.time_budget:g} s ({spent:.3g} s were spent before the checkpoint)")

@@ -116,6 +116,8 @@ from tdshap.utility.base import random_state_params
 METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley", "knn_shapley_train",
            "knn_shapley_proxy")
 #: the closed forms: exact k-NN Shapley and the queries each takes
+KNN_SHAPLEY_QUERIES = {"knn_shapley": "both", "knn_shapley_train": "training",
+                       "knn_shapley_proxy": "both"}
 #: the (method, task) pairs whose exact k-NN Shapley values credit each row with its own
 #: query too (:class:`~tdshap.methods.KNNShapley`'s ``own_label``): none by default. It
 #: ranked planted noise better for k-NN classifiers and regressors alike, but the
@@ -124,8 +126,6 @@ METHODS = ("auto", "tdshap", "tdoob", "knn_oob", "knn_shapley", "knn_shapley_tra
 #: (docs/benchmarks.md, "A row's own query"); ``benchmarks/detection.py`` sets it for its
 #: ``find_harmful-own`` rows
 OWN_LABEL: frozenset[tuple[str, str]] = frozenset()
-KNN_SHAPLEY_QUERIES = {"knn_shapley": "both", "knn_shapley_train": "training",
-                       "knn_shapley_proxy": "both"}
 #: every exact k-NN Shapley method for both tasks: what the benchmarks' own-label rows set
 EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
                             for t in ("classification", "regression"))
