@@ -187,7 +187,7 @@ def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     assert res.returncode == 2 and "repeats ids" in res.stderr
 
 
-def test_a_text_column_of_row_names_is_refused_and_names_the_rows_when_asked(
+def test_a_text_column_of_row_names_is_not_used_and_names_the_rows_when_asked(
         tmp_path: Path) -> None:
     # a customer id read as a feature: one-hot levels of their own for a few rows at
     # random, so those rows stood apart in every k-NN distance, without a word
@@ -195,12 +195,14 @@ def test_a_text_column_of_row_names_is_refused_and_names_the_rows_when_asked(
     frame.insert(0, "customer", [f"C{i:04d}" for i in range(60)])
     frame.to_csv(tmp_path / "train.csv", index=False)
     res = tdshap("clean", "train.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "column 'customer' holds a different text in "
-                       "each of its 30 training rows", "--id-column")
-    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "customer",
-                 "--out", "out", *FAST, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert pd.read_csv(tmp_path / "out" / "values.csv")["customer"].str.startswith("C").all()
+    assert "warning: UserWarning: column 'customer' holds a different text in every " \
+        "training row (a row id or name?): not used as a feature" in res.stderr, res.stderr
+    assert "`customer`: not used" in (tmp_path / "out" / "report.md").read_text()
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "customer",
+                 "--out", "out2", *FAST, cwd=tmp_path)
+    assert res.returncode == 0 and "customer" not in res.stderr, res.stderr
+    assert pd.read_csv(tmp_path / "out2" / "values.csv")["customer"].str.startswith("C").all()
 
 
 def test_a_validation_class_no_training_row_has_is_a_warning(tmp_path: Path,

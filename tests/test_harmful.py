@@ -272,25 +272,37 @@ def test_a_typo_in_a_held_out_row_is_refused_too() -> None:
         tdshap.find_harmful(X, y)
 
 
-@pytest.mark.parametrize(("names", "refused"), [
+@pytest.mark.parametrize(("names", "unused"), [
     ([f"n{i}" for i in range(60)], True),  # 30 training rows, each its own name
     ([f"n{i}" for i in range(59)] + [None], True),  # missing cells aside
     ([f"n{i % 25}" for i in range(60)], False),  # 25 levels: 30 training rows share some
 ])
-def test_a_text_column_of_row_names_is_refused(names: list[Any], refused: bool) -> None:
+def test_a_text_column_of_row_names_is_not_used_and_said_so(names: list[Any],
+                                                           unused: bool) -> None:
+    # it was one-hot encoded: a few rows at random got a level column of their own and stood
+    # apart in every k-NN distance, without a word
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"a": rng.normal(size=60), "name": names})
     y = np.where(X["a"] > 0, "yes", "no")
-    if not refused:
-        tdshap.find_harmful(X, y, cleanse=False, impute=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rows = tdshap.find_harmful(X, y, cleanse=False, impute=True)
+    said = [str(w.message) for w in seen if "different text in every training row" in
+            str(w.message)]
+    encoder = rows.run.data.encoder
+    if not unused:
+        assert not said and "name" in encoder.categorical_
         return
-    with pytest.raises(ValueError, match=r"column 'name' holds a different text in each of "
-                       r"its \d+ training rows.*row id or name.*X's index"):
-        tdshap.find_harmful(X, y, cleanse=False, impute=True)
-    # as the index the names name the rows, and the table is valued
-    named = X.dropna().set_index("name")
-    rows = tdshap.find_harmful(named, y[: len(named)], cleanse=False)
-    assert set(rows.index) <= set(named.index)
+    assert said == ["column 'name' holds a different text in every training row (a row id or "
+                    "name?): not used as a feature (it would only set a few rows apart at "
+                    "random); name the rows by it with the command's --id-column or X's "
+                    "index, or turn it into numbers (a date into days, say) to use it as one."]
+    assert encoder.feature_names_ == ["a"] and encoder.unused_ == ["name"]
+    assert "`name`: not used" in encoder.describe()
+    # the only feature column: refused, saying so
+    with pytest.raises(ValueError, match=r"column 'name' holds .* and there is no other "
+                       r"feature column"):
+        tdshap.find_harmful(X[["name"]], y, cleanse=False, impute=True)
 
 
 def test_a_frame_with_number_column_names_and_a_text_column_is_encoded() -> None:

@@ -28,8 +28,9 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       ``null``...) are missing values, not typos; a ``pandas`` category column
       is taken as text as it is;
     * a text column with a different value in each of more than ``MAX_LEVELS``
-      training rows (an id, a name) is refused: no row shares its level, so it
-      would only set the few rows whose level got a column of its own apart;
+      training rows (an id, a name) is not used, with a warning: no row shares its
+      level, so it would only set apart the few rows whose level got a column of
+      its own (refused where it is the only feature column);
     * date/time and other column types are refused.
 
 Missing values
@@ -370,7 +371,8 @@ class TableEncoder:
 
     Attributes (after :meth:`fit`): ``numeric_``, ``categorical_`` (column
     names), ``feature_names_`` (the encoded columns), ``levels_`` (levels per
-    categorical column, as kept), ``imputed_`` (column -> value filled in).
+    categorical column, as kept), ``imputed_`` (column -> value filled in),
+    ``unused_`` (text columns of row names, not encoded).
     """
 
     impute: bool = False
@@ -398,7 +400,10 @@ class TableEncoder:
                 )
         _check_cells(X, self.categorical_, "training data")
         _check_typos(X, self.categorical_, "training data")
-        _check_row_names(X, self.categorical_, self.max_levels)
+        self.unused_ = _row_names(X, self.categorical_, self.max_levels)
+        if self.unused_:
+            self.categorical_ = [c for c in self.categorical_ if c not in self.unused_]
+            _warn_row_names(self.unused_, not (self.numeric_ or self.categorical_))
         self._check_missing(X, "training data")
         self.imputed_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
@@ -453,7 +458,7 @@ class TableEncoder:
     def _check_missing(self, X: pd.DataFrame, what: str) -> None:
         if self.impute:
             return
-        missing = X.isna().sum()
+        missing = X.drop(columns=self.unused_).isna().sum()
         bad = missing[missing > 0]
         if len(bad):
             col = bad.index[0]
@@ -513,9 +518,11 @@ class TableEncoder:
                               UserWarning, stacklevel=3)
 
     def describe(self) -> str:
-        """One line per categorical column: how it was encoded."""
+        """One line per categorical column: how it was encoded (or why not)."""
+        unused = [f"`{c}`: not used (a different text in every training row)"
+                  for c in self.unused_]
         if not self.categorical_:
-            return "all feature columns are numeric: used as they are."
+            return "; ".join(["all feature columns are numeric: used as they are", *unused])
         lines = []
         for c in self.categorical_:
             levels = self.levels_[c]
@@ -523,7 +530,7 @@ class TableEncoder:
                          + (" (rare levels share the `infrequent` column)"
                             if self._onehot.infrequent_categories_[
                                 self.categorical_.index(c)] is not None else ""))
-        return "; ".join(lines)
+        return "; ".join(lines + unused)
 
 
 def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
@@ -559,23 +566,34 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
                 "split it into columns or join it into text.")
 
 
-def _check_row_names(X: pd.DataFrame, columns: list[str], max_levels: int) -> None:
-    """Refuse a text column with a different value in every training row (beyond
-    ``max_levels`` rows): no two rows share a level, so as a feature it only sets a few
-    rows apart at random (those whose level got a one-hot column of its own); such a
-    column names the rows (an id, a name) and belongs in the index."""
+def _row_names(X: pd.DataFrame, columns: list[str], max_levels: int) -> list[str]:
+    """The text columns with a different value in each of their (more than ``max_levels``)
+    filled training rows: an id, a name. No two rows share a level, so as a feature such a
+    column only sets apart the few rows whose level got a one-hot column of its own."""
     if not columns:
-        return
+        return []
     filled = X[columns].notna().sum()
     distinct = X[columns].nunique()
-    for c in columns:
-        if filled[c] > max_levels and distinct[c] == filled[c]:
-            raise ParameterError(
-                f"column {c!r} holds a different text in each of its {int(filled[c])} training "
-                "rows, so as a feature it says nothing of any other row (each value would be "
-                "its own level); it looks like a row id or name: name the rows by it (the "
-                "command's --id-column, or X's index in Python), drop it, or turn it into "
-                "numbers (a date into days, say).", "X")
+    return [c for c in columns if filled[c] > max_levels and distinct[c] == filled[c]]
+
+
+def _warn_row_names(columns: list[str], alone: bool) -> None:
+    """Say that ``columns`` (:func:`_row_names`) are not used; refuse them where they are
+    the only feature columns."""
+    many = len(columns) > 1
+    what = (f"column{'s' if many else ''} {', '.join(repr(c) for c in columns)} "
+            f"hold{'' if many else 's'} a different text in every training row (a row id or "
+            "name?)")
+    if alone:
+        raise ParameterError(
+            f"{what} and there is no other feature column: as a feature it says nothing of "
+            "any other row. Name the rows by it (the command's --id-column, or X's index in "
+            "Python) and give feature columns, or turn it into numbers (a date into days, "
+            "say).", "X")
+    warnings.warn(f"{what}: not used as a feature (it would only set a few rows apart at "
+                  "random); name the rows by it with the command's --id-column or X's index, "
+                  "or turn it into numbers (a date into days, say) to use it as one.",
+                  UserWarning, stacklevel=4)
 
 
 def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
