@@ -458,7 +458,7 @@ class TableEncoder:
     def _check_missing(self, X: pd.DataFrame, what: str) -> None:
         if self.impute:
             return
-        missing = X.drop(columns=self.unused_).isna().sum()
+        missing = (X.drop(columns=self.unused_) if self.unused_ else X).isna().sum()
         bad = missing[missing > 0]
         if len(bad):
             col = bad.index[0]
