@@ -309,9 +309,9 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
     """
     name = y.name
     if y.isna().any():
-        first = int(np.flatnonzero(y.isna().to_numpy())[0])
+        first, n = int(np.flatnonzero(y.isna().to_numpy())[0]), int(y.isna().sum())
         raise ParameterError(
-            f"target column {name!r} has {int(y.isna().sum())} missing values in the {what} "
+            f"target column {name!r} has {n} missing value{'s' if n != 1 else ''} in the {what} "
             f"(first at data row {first}); drop those rows (`impute` never fills the "
             "target).", "impute"
         )
@@ -461,10 +461,12 @@ class TableEncoder:
         missing = (X.drop(columns=self.unused_) if self.unused_ else X).isna().sum()
         bad = missing[missing > 0]
         if len(bad):
-            col = bad.index[0]
-            more = f" (and {len(bad) - 1} more columns)" if len(bad) > 1 else ""
+            col, n = bad.index[0], int(bad.iloc[0])
+            more = (f" (and {len(bad) - 1} more column{'s' if len(bad) > 2 else ''})"
+                    if len(bad) > 1 else "")
             raise ParameterError(
-                f"column {col!r} has {int(bad.iloc[0])} missing values in the {what}{more}: "
+                f"column {col!r} has {n} missing value{'s' if n != 1 else ''} in the "
+                f"{what}{more}: "
                 "fill them, or pass `impute` (median for numbers, most frequent level for "
                 "text).", "impute"
             )
