@@ -218,19 +218,12 @@ def _records(text: str, sep: str) -> list[str] | None:
     lines = list(io.StringIO(text, newline=""))  # \n, \r\n or \r alone, as csv and pandas
     if '"' not in text:  # no quoted field: a line is a record (10x faster on wide files)
         return [line for line in lines if line.strip(" \t\r\n")] or None
-    taken = 0
-
-    def feed() -> Any:  # the csv module asks for the lines one at a time
-        nonlocal taken
-        for line in lines:
-            taken += 1
-            yield line
-
+    reader = csv.reader(iter(lines), delimiter=sep, skipinitialspace=True)
     records, start = [], 0
     try:
-        for _ in csv.reader(feed(), delimiter=sep, skipinitialspace=True):
-            raw = "".join(lines[start:taken])
-            start = taken
+        for _ in reader:  # line_num: the lines read so far, a quoted line break's too
+            raw = "".join(lines[start:reader.line_num])
+            start = reader.line_num
             if raw.strip(" \t\r\n"):
                 records.append(raw)
     except csv.Error:

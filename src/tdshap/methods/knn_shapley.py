@@ -408,6 +408,9 @@ class KNNShapley(DirectValuation):
         """
         n = len(ya)
         support = np.zeros(n) if own_label else None
+        # the queries are the training rows: their labels as class codes, found once
+        codes = np.unique(ya, return_inverse=True)[1].ravel() \
+            if own_label and task == "classification" else None
         chunk = int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
         # the training rows against themselves in one block: the symmetric half suffices
         # (the same sums of squared differences, about half the time)
@@ -418,7 +421,7 @@ class KNNShapley(DirectValuation):
             order, phi = self._chunk(Xa, ya, Xq[rows], yq[rows], k, task, rows if own else None,
                                      dist=square)
             if support is not None:
-                support[rows] = own_label_support(order[:, :k], ya, yq[rows], k, task)
+                support[rows] = own_label_support(order[:, :k], ya, rows, k, codes)
             # each value added to its row's total (and its group's), queries in order
             slots = (groups[rows][:, None] * n + order).ravel()
             total += np.bincount(slots, weights=phi.ravel(), minlength=n_groups * n)
@@ -460,19 +463,18 @@ class KNNShapley(DirectValuation):
         return order, phi
 
 
-def own_label_support(nearest: np.ndarray, y: np.ndarray, labels: np.ndarray, k: int,
-                      task: str) -> np.ndarray:
-    """How the K nearest other rows (``nearest``, row positions, nearest first) back each
-    query's own label ``labels``: classification, their votes for it less those for the
-    likeliest other label, over K; regression, minus the squared error of their mean (the
-    sum over K, as the utility's) on it."""
-    if task == "regression":
-        return -np.square(y[nearest].sum(axis=1) / k - labels)
-    classes, codes = np.unique(y, return_inverse=True)
-    own = np.searchsorted(classes, labels)
-    m = len(labels)
-    votes = np.bincount((np.arange(m)[:, None] * len(classes) + codes[nearest]).ravel(),
-                        minlength=m * len(classes)).reshape(m, len(classes))
+def own_label_support(nearest: np.ndarray, y: np.ndarray, rows: np.ndarray, k: int,
+                      codes: np.ndarray | None) -> np.ndarray:
+    """How the K nearest other rows (``nearest``, positions, nearest first) of the training
+    rows ``rows`` back each row's own label: with class ``codes`` (classification), their
+    votes for it less those for the likeliest other label, over K; without (regression),
+    minus the squared error of their mean (the sum over K, as the utility's) on ``y``."""
+    if codes is None:
+        return -np.square(y[nearest].sum(axis=1) / k - y[rows])
+    m, n_classes = len(rows), int(codes.max()) + 1
+    votes = np.bincount((np.arange(m)[:, None] * n_classes + codes[nearest]).ravel(),
+                        minlength=m * n_classes).reshape(m, n_classes)
+    own = codes[rows]
     backing = votes[np.arange(m), own]
     votes[np.arange(m), own] = 0
     return (backing - votes.max(axis=1)) / k
