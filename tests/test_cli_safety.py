@@ -816,6 +816,8 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
                                               "--n-min to at least 5")),
     # the bandit's first pass (a closed form has none: auto's k-NN Shapley is one step)
     (["--time-budget", "0.001", "--method", "tdoob"], ("first pass", "--time-budget")),
+    (["--jobs", "0"], ("--jobs 0 must be a non-zero integer",)),
+    (["--jobs", "1000000000"], ("--jobs 1000000000", "more workers than joblib can start")),
 ])
 def test_settings_refused_before_any_folder_exists(work: Path, option: list[str],
                                                    words: tuple[str, ...]) -> None:

@@ -330,14 +330,19 @@ def test_each_fold_curve_ranks_its_own_values_flagged_rows_first():
                                                                     0.2, -0.1]))
     flagged = (np.array([1, 3]), np.array([0]))  # the second fold: row 5 not flagged
     seen: list[tuple[int, ...]] = []
+    asked = 0
 
-    def predicted(removed: np.ndarray) -> np.ndarray:
-        seen.append(tuple(removed.tolist()))
-        return np.full(4, len(removed))
+    def predicted(removed: list[np.ndarray]) -> list[np.ndarray]:
+        nonlocal asked
+        asked += 1
+        seen.extend(tuple(rows.tolist()) for rows in removed)
+        return [np.full(4, len(rows)) for rows in removed]
 
     curves = _fold_curves(values, flagged, np.arange(0, 4, 3), 0, predicted)
     assert [c.grid.tolist() for c in curves] == [[0, 2, 3], [0, 1, 3]]
     assert [c.n_eligible for c in curves] == [2, 1]
+    # every fold's removals asked for at once, so that their fits can run together
+    assert asked == 1
     assert seen == [(), (3, 1), (3, 1, 4), (), (0,), (0, 5, 4)]
     assert curves[0].predictions.tolist() == [[0] * 4, [2] * 4, [3] * 4]
 

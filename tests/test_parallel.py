@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestRegressor
+from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
@@ -139,8 +141,15 @@ def test_thread_hungry_estimator_parameters_are_set_to_one():
     forest = RandomForestRegressor(n_jobs=-1)
     assert par.single_threaded(forest).get_params()["n_jobs"] == 1
     assert forest.n_jobs == -1  # the user's estimator is not touched
-    pipe = par.single_threaded(make_pipeline(StandardScaler(), RandomForestRegressor()))
+    pipe = par.single_threaded(make_pipeline(StandardScaler(), RandomForestRegressor(n_jobs=4)))
     assert pipe.get_params()["randomforestregressor__n_jobs"] == 1
+    # scikit-learn's None is one job: left alone (setting LogisticRegression's warns that it
+    # is deprecated, from every worker's fit)
+    quiet = make_pipeline(StandardScaler(), LogisticRegression())
+    assert par.single_threaded(quiet) is quiet
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        par.single_threaded(quiet).fit(np.eye(4), [0, 1, 0, 1])
     lightgbm = pytest.importorskip("lightgbm")
     assert par.single_threaded(lightgbm.LGBMRegressor()).get_params()["n_jobs"] == 1
 

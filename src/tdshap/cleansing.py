@@ -73,6 +73,8 @@ from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
 from tdshap.utility.metrics import default_metric, resolve_metric
+from tdshap.utility.parallel import check_n_jobs
+from tdshap.utility.subset_fits import SubsetFitter
 
 
 @dataclass
@@ -212,6 +214,7 @@ def cleanse(
     n_bootstrap: int | None = None,
     alpha: float = DEFAULT_ALPHA,
     on_error: str = "fallback",
+    n_jobs: int | None = None,
 ) -> CleansingResult:
     """Apply the cleansing protocol (the paper, Sec. 5.1) to ``values``.
 
@@ -251,6 +254,12 @@ def cleanse(
     model fails, a ``ValueError`` quotes that error instead. A cut that
     leaves a classifier one class is scored as that class, without a fit and
     without counting as failed (``n_one_class_fits``).
+
+    ``n_jobs`` (joblib's: None or 1 in-process, -1 every core) fits the models on that
+    many workers where the fits left would take
+    :data:`tdshap.utility.subset_fits.MIN_PARALLEL_SECONDS` or more in-process
+    (:class:`tdshap.utility.subset_fits.SubsetFitter`); the result is the same whatever
+    ``n_jobs``, and ``extra["n_worker_fits"]`` counts the fits workers made.
     """
     if on_error not in ("raise", "fallback"):
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
@@ -264,6 +273,7 @@ def cleanse(
     check_number(n_bootstrap, "n_bootstrap", low=0, integer=True,
                  hint="0: no bootstrap, so the one_se rule removes nothing.")
     check_estimator(estimator)
+    check_n_jobs(n_jobs, optional=True)
     # it seeds the grid models too: scikit-learn's seeds, not a Generator
     check_random_state(random_state, generator=False)
     random_state = None if random_state is None else int(random_state)
@@ -345,11 +355,6 @@ def cleanse(
         return (_row_squared_error(m, Xv, yv) if classes is None
                 else _row_brier(m, Xv, yv, classes))
 
-    def subset_fit(keep: np.ndarray) -> tuple[Any, bool]:
-        if classes is not None and len(np.unique(ya[keep])) < 2:
-            return fallback_model(ya[keep], classes), True
-        return fits(keep, dict.fromkeys(seed_params, seed)), False
-
     def scored(m: Any) -> tuple[float, np.ndarray | None, float]:
         """Validation score, validation predictions (prediction metrics) and test score."""
         pred = m.predict(Xv) if spec.from_predictions is not None else None
@@ -361,6 +366,8 @@ def cleanse(
     # k-NN scored from predictions: neighbour lists searched once instead of a refit per cut
     fits = RemovalFits(estimator, Xa, ya, [Xv] + ([Xt] if has_test else []),
                        spec.from_predictions is not None)
+    fitter = SubsetFitter(estimator, Xa, ya, classes, dict.fromkeys(seed_params, seed), fits,
+                          n_jobs)
     one_class = 0
     full_model: Any = None
     # models already fitted, by the rows they leave out: a fold of the cross-fit that
@@ -369,12 +376,13 @@ def cleanse(
     # the grid's validation predictions, by the rows they leave out: the cross-fit's folds
     # rank the rows their own way, and a fold's cut of the same rows needs no fit
     predicted_without: dict[bytes, np.ndarray] = {}
-    for i, n_remove in enumerate(grid):
-        keep = np.sort(order[n_remove:])
+    keeps = [np.sort(order[n_remove:]) for n_remove in grid]
+    for i, (n_remove, keep, outcome) in enumerate(zip(grid, keeps, fitter.fit_all(keeps),
+                                                      strict=True)):
         try:
             # a classifier left one class predicts it: many refuse to fit, which is
             # no failure of the model (imbalanced data cut down to its majority)
-            model, alone = subset_fit(keep)
+            model, alone = outcome()
             one_class += alone
             val_score, pred, test_score = scored(model)
             if n_remove == n_eligible:
@@ -423,7 +431,7 @@ def cleanse(
         crossed = None
         if cross is not None and pair is not None:
             crossed = _cross_fitted(cross, Xv, yv, len(ya),
-                                    subset_fit, smooth_scores, spec, full_model,
+                                    fitter, smooth_scores, spec, full_model,
                                     predictions[0] if predictions else None, fitted_without)
         needed = ELIGIBLE_N_SE if free else n_se
         if crossed is not None and pair is not None:
@@ -452,14 +460,19 @@ def cleanse(
             assert cross is not None and cross.values is not None
             # each fold's rows judge the curve of values made without them; for the
             # k-NN they value exactly at a stricter level (check_level)
-            def predicted(removed: np.ndarray) -> np.ndarray:
-                key = _rows_key(removed)
-                if key not in predicted_without:
+            def predicted(removed: list[np.ndarray]) -> list[np.ndarray]:
+                # the removals no model of the grid's made, each once
+                missing: dict[bytes, np.ndarray] = {}
+                for rows in removed:
+                    missing.setdefault(_rows_key(rows), rows)
+                for key in predicted_without:
+                    missing.pop(key, None)
+                keeps = [np.setdiff1d(np.arange(len(ya)), rows) for rows in missing.values()]
+                for key, outcome in zip(missing, fitter.fit_all(keeps), strict=True):
                     nonlocal check_fits
                     check_fits += 1
-                    keep = np.setdiff1d(np.arange(len(ya)), removed)
-                    predicted_without[key] = np.asarray(subset_fit(keep)[0].predict(Xv))
-                return predicted_without[key]
+                    predicted_without[key] = np.asarray(outcome()[0].predict(Xv))
+                return [predicted_without[_rows_key(rows)] for rows in removed]
 
             try:
                 curves = _fold_curves(cross.values, cross.flagged, base_grid, random_state,
@@ -497,7 +510,7 @@ def cleanse(
         evidence=evidence,
         extra={"n_fits": len(grid), "n_check_fits": check_fits,
                "n_failed_fits": failed, "first_error": first_error,
-               "n_one_class_fits": one_class,
+               "n_one_class_fits": one_class, "n_worker_fits": fitter.n_worker_fits,
                "path_note": fits.note, "refit_rows": fits.refit_rows},
     )
 
@@ -547,16 +560,18 @@ def _fold_curves(fold_values: tuple[np.ndarray, ...], flagged: tuple[np.ndarray,
                  predicted: Any) -> list[FoldCurve]:
     """Each fold's own removal curve: its values ranked as the cut ranks the result's
     (ties by the same seeded shuffle, its flagged rows first), on the grid with its own
-    eligible cut; ``predicted(removed)``: the validation predictions without those rows."""
-    curves = []
+    eligible cut; ``predicted(removed)``: the validation predictions without each set of
+    rows in the list (asked once for every fold, so that the fits can run together)."""
+    cuts = []
     for vals, rows in zip(fold_values, flagged, strict=True):
         first = np.zeros(len(vals), dtype=bool)
         first[rows] = True
         order, n_eligible = _eligible_first(_ranking(vals, random_state)[0], first)
         grid = _with_cut(base_grid, n_eligible)
-        curves.append(FoldCurve(grid, np.stack([predicted(order[:n]) for n in grid]),
-                                n_eligible))
-    return curves
+        cuts.append((grid, [order[:n] for n in grid], n_eligible))
+    predictions = iter(predicted([rows for _, removed, _ in cuts for rows in removed]))
+    return [FoldCurve(grid, np.stack([next(predictions) for _ in grid]), n_eligible)
+            for grid, _, n_eligible in cuts]
 
 
 def _eligible_first(order: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, int]:
@@ -572,7 +587,7 @@ def _with_cut(grid: np.ndarray, n: int) -> np.ndarray:
 
 
 def _cross_fitted(cross: CrossFit, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
-                  subset_fit: Any, smooth_scores: Any, spec: Any, full_model: Any,
+                  fitter: SubsetFitter, smooth_scores: Any, spec: Any, full_model: Any,
                   full_pred: np.ndarray | None, fitted_without: dict[bytes, Any]
                   ) -> tuple[np.ndarray, float] | None:
     """Each validation row's smooth score under the model without the rows flagged
@@ -584,15 +599,20 @@ def _cross_fitted(cross: CrossFit, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
     scores = np.empty(len(yv))
     pred = None if full_pred is None else np.array(full_pred, copy=True)
     gain = 0.0
+    judged = [(f, flagged) for f, flagged in enumerate(cross.flagged)
+              if (cross.folds == f).any()]
     try:
-        for f, flagged in enumerate(cross.flagged):
-            rows = cross.folds == f
-            if not rows.any():
-                continue
+        missing: dict[bytes, np.ndarray] = {}  # each fold's removal no grid model made, once
+        for _, flagged in judged:
             key = _rows_key(flagged)
             if key not in fitted_without:
-                fitted_without[key] = subset_fit(np.setdiff1d(np.arange(n_rows), flagged))[0]
-            model = fitted_without[key]
+                missing.setdefault(key, flagged)
+        keeps = [np.setdiff1d(np.arange(n_rows), flagged) for flagged in missing.values()]
+        for key, outcome in zip(missing, fitter.fit_all(keeps), strict=True):
+            fitted_without[key] = outcome()[0]
+        for f, flagged in judged:
+            rows = cross.folds == f
+            model = fitted_without[_rows_key(flagged)]
             fold = smooth_scores(model)
             if fold is None:
                 return None

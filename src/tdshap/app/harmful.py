@@ -365,6 +365,7 @@ def find_harmful(
     random_state: int = 0,
     progress: bool = False,
     every_row: bool | str = False,
+    n_jobs: int | None = None,
 ) -> HarmfulRows:
     """Which training rows hurt the model? One row of answers per valued row of ``X``.
 
@@ -449,6 +450,11 @@ def find_harmful(
         line says so); ``False`` (default): part 1 alone, as the report's data line says.
         Off by default: on data with nothing planted it also doubles what the cut removes
         (docs/benchmarks.md, "One noisy file"). With ``X_val`` every row is valued anyway.
+    n_jobs:
+        Workers for the cleansing curve's refits (joblib's count: None or 1 in-process,
+        -1 every core), started only where the refits left would take 5 s or more
+        in-process (a forest, an MLP, boosting; never a k-NN, whose cuts need no refit).
+        The answer is the same whatever ``n_jobs``.
 
     Returns
     -------
@@ -490,7 +496,7 @@ def find_harmful(
     def planned(data: PreparedData, part: int) -> RunPlan:
         return plan(data, estimator, metric=metric, options=options, seed=random_state,
                     do_cleanse=cleanse, progress=progress, given=given, method=method,
-                    cut=cut, neighbor_search=neighbor_search)
+                    cut=cut, neighbor_search=neighbor_search, n_jobs=n_jobs)
 
     plans = plan_parts(every_row, X_val is not None, prepared, planned)
     parts = tuple(execute(p) for p in plans)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import ParameterError, check_estimator, check_number
@@ -34,6 +35,8 @@ from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError, checkpoint_info
 from tdshap.utility.base import nested_params
 from tdshap.utility.fast.approximate_search import check_search
+from tdshap.utility.parallel import check_n_jobs
+from tdshap.utility.subset_fits import MIN_PARALLEL_SECONDS
 
 
 def _auto_note(value: Any, rule: str) -> str:
@@ -299,6 +302,8 @@ class RunPlan:
     estimate: CostEstimate
     #: settings the user chose that the method does not use, and why (``method`` "auto")
     ignored: dict[str, str] = field(default_factory=dict)
+    #: the cleansing curve's workers (:func:`tdshap.cleansing.cleanse`'s ``n_jobs``)
+    n_jobs: int | None = None
 
 
 def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool,
@@ -379,7 +384,7 @@ def _closed_shapley_seconds(knn: Any, X: np.ndarray, y: np.ndarray,
 
 
 def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: bool,
-                   seed: int) -> CostEstimate:
+                   seed: int, n_jobs: int | None = None) -> CostEstimate:
     """Time thresholding Data-OOB's bags on a sample of rows and extrapolate to N.
 
     A bag's cost is a fit on N rows and a prediction of its out-of-bag rows. With the
@@ -441,25 +446,40 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         raise TooManyFailures(f"the model failed on every one of 2 trial fits before the run "
                               f"({errors[0]}): fix the model or its parameters.")
     refit_bag = fit_s + predict_s * out_rows
-    refit_cleansing = grid * (fit_s + predict_s * held)
+    per_cut = fit_s + predict_s * held
+    workers = effective_n_jobs(n_jobs)
+
+    def refits(fits: int) -> float:
+        """Seconds of ``fits`` cuts fitted together: on workers where they pay
+        (tdshap.utility.subset_fits), about a share of each."""
+        seconds = fits * per_cut
+        pays = workers > 1 and fits > 1 and seconds >= MIN_PARALLEL_SECONDS
+        return seconds / min(workers, fits) if pays else seconds
+
+    def where(fits: int) -> str:
+        return f" on {min(workers, fits)} workers" if refits(fits) < fits * per_cut else ""
+
+    refit_cleansing = refits(grid)
+    on_workers = bool(where(grid))
+    workers_note = f" ({where(grid).strip()})" if on_workers else ""
     if shapley and knn_shapley_problem(estimator) is not None:
         # a k-NN proxy values the rows of another model: the closed form, then a refit of
         # the user's model per cut; where the paper's larger cut is checked
         # (tdshap.cleansing), each validation fold's own curve refits its cuts too
         check = (f"; checking the paper's larger cut, where it is, refits each of the "
                  f"{fold_fits} folds' own cuts too (up to {fold_fits * grid:,} fits, "
-                 f"{_duration(fold_fits * refit_cleansing)} more)"
+                 f"{_duration(refits(fold_fits * grid))} more{where(fold_fits * grid)})"
                  if fold_fits else "")
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
                                                                       sample, queries),
-            cleansing_seconds=refit_cleansing + fold_fits * (fit_s + predict_s * held),
+            cleansing_seconds=refit_cleansing + refits(fold_fits),
             setup_what="the closed form",
             path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
                   f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
                   f"({sorters}: cost grows with N squared log N)"
-                  + (f"; cleansing refits the {_name(estimator)} per cut" + folds + check
-                     if grid else "")))
+                  + (f"; cleansing refits the {_name(estimator)} per cut{workers_note}"
+                     + folds + check if grid else "")))
     # a k-NN classifier's cut checks the paper's larger cut fold by fold too
     # (tdshap.cleansing.check_level): its folds' curves cost no refit
     knn_check = ("; where the paper's cut removes more, each fold's own cuts are checked "
@@ -476,7 +496,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     problem = None if closed else oob_path_problem(estimator, n, valuer.fast_path,
                                                     X.shape[1], search)
     if problem is not None:
-        return CostEstimate(refit_bag, bags, init, grid, 2, path=f"refit every bag: {problem}",
+        return CostEstimate(refit_bag, bags, init, grid, 2,
+                            path=f"refit every bag: {problem}" + (
+                                f"; the cut's refits{workers_note}" if on_workers else ""),
                             cleansing_seconds=refit_cleansing)
     # the closed form takes a Pipeline ending in a k-NN (its steps transform X first):
     # timed on its k-NN and the raw rows
@@ -582,6 +604,7 @@ def plan(
     cut: str = "one_se",
     neighbor_search: str = "exact",
     origin: dict[str, Any] | None = None,
+    n_jobs: int | None = None,
 ) -> RunPlan:
     """Check everything a run needs, time a few fits, and start nothing.
 
@@ -616,6 +639,10 @@ def plan(
     _check_metric(metric, data)
     check_rule(cut, "cut")  # find_harmful's name for it (its error said rule='one-se')
     try:
+        check_n_jobs(n_jobs, optional=True)
+    except ValueError as err:
+        raise ParameterError(str(err).replace("n_jobs=", "`n_jobs` "), "n_jobs") from None
+    try:
         check_search(neighbor_search)
     except ValueError as err:
         raise ParameterError(str(err).replace("neighbor_search=", "`neighbor_search` "),
@@ -635,7 +662,7 @@ def plan(
         bagging = valuer.estimator
         if valuer.method == "tdoob":
             bagging._check_params(n)
-        estimate = _estimate_bags(bagging, estimator, data, do_cleanse, seed)
+        estimate = _estimate_bags(bagging, estimator, data, do_cleanse, seed, n_jobs)
     else:
         tdshap = valuer.estimator
         k_used, n_min_used = tdshap.block_sizes(n)
@@ -690,7 +717,7 @@ def plan(
             "raise the budget, value fewer rows, or choose a faster model.", "time_budget")
     return RunPlan(data, estimator, model_name, model_about, dict(params or {}), metric, o,
                    valuer.estimator, valuer.method, valuer.why, valuer.metric, cut, seed,
-                   do_cleanse, given, max_failed_fraction, estimate, ignored)
+                   do_cleanse, given, max_failed_fraction, estimate, ignored, n_jobs)
 
 
 def _other_data(err: CheckpointDataError, path: Path,
@@ -757,7 +784,8 @@ def execute(p: RunPlan) -> HarmfulRun:
         cleansing = cleanse(result, p.estimator, data.X_train, data.y_train, data.X_val,
                             data.y_val, data.X_test, data.y_test, metric=p.metric,
                             random_state=p.seed, rule=p.cut, n_bootstrap=DEFAULT_N_BOOTSTRAP,
-                            max_fraction=cleanse_fraction(p.estimator, len(data.y_train)))
+                            max_fraction=cleanse_fraction(p.estimator, len(data.y_train)),
+                            n_jobs=p.n_jobs)
         c = cleansing.extra
         _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"],
                         p.max_failed_fraction)

@@ -180,6 +180,9 @@ def cost_line(run: HarmfulRun) -> str:
     checked = 0 if run.cleansing is None else int(run.cleansing.extra.get("n_check_fits", 0))
     if checked:  # each validation fold's own curve, checking the paper's larger cut
         cuts += f" (+{checked:,} for the folds' own curves)"
+    workers = 0 if run.cleansing is None else int(run.cleansing.extra.get("n_worker_fits", 0))
+    if workers:
+        cuts += f", {workers:,} of them on parallel workers"
     if r.algorithm == "knn_shapley":
         return (f"valuation in closed form (every row's neighbours sorted, no model fitted) "
                 f"in {r.wall_seconds:.2f} s; cleansing {cuts}; total {run.seconds:.1f} s")

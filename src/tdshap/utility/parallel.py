@@ -136,7 +136,14 @@ def single_threaded(estimator: Any) -> Any:
         params = estimator.get_params(deep=True)
     except AttributeError:
         return estimator
-    names = [p for p in params if p.rsplit("__", 1)[-1] in THREAD_PARAMS]
+    def owner(name: str) -> Any:
+        return params.get(name.rpartition("__")[0], estimator) if "__" in name else estimator
+
+    # scikit-learn's None is one job already (outside a joblib context, as on a worker),
+    # and setting it warns where the parameter is deprecated (LogisticRegression's n_jobs)
+    names = [p for p in params if p.rsplit("__", 1)[-1] in THREAD_PARAMS
+             and not (params[p] is None
+                      and type(owner(p)).__module__.startswith("sklearn."))]
     if not names:
         return estimator
     return clone(estimator).set_params(**dict.fromkeys(names, 1))

@@ -1,0 +1,180 @@
+"""The cleansing protocol's models: one estimator fitted on many subsets of the training rows.
+
+The curve's cuts and the checks' folds each keep some rows and refit. Every model is
+seeded alike (common random numbers), so a subset's model is the same whether it is
+fitted here or by a joblib worker: the cut does not depend on ``n_jobs``.
+
+Workers are started only where they pay: the model must be refitted (a k-NN scored from
+its neighbour lists refits nothing), it must not be one of :mod:`tdshap.torch`'s networks
+(a process each would copy the network and its device), and the fits left must be
+expected to take :data:`MIN_PARALLEL_SECONDS` or more in-process, judged by the fits
+done here so far (the first one always is). A worker fits with its thread-count
+parameters set to 1 and its BLAS/OpenMP pools limited to its share of the cores, so that
+workers do not oversubscribe the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+
+from tdshap.utility.base import fallback_model
+from tdshap.utility.fast.neighbor_lists import RemovalFits, subset_model
+from tdshap.utility.parallel import check_n_jobs, cloudpickle, limited_threads, single_threaded
+
+#: The in-process seconds the fits left must be expected to take before workers start:
+#: starting loky's processes and shipping the data costs about a second, and on two cores
+#: a histogram-boosting cut of 48 quick fits took as long on workers as in-process
+#: (``benchmarks/parallel_cut.py``).
+MIN_PARALLEL_SECONDS = 5.0
+
+#: What :meth:`SubsetFitter.fit_all` yields per subset: a call returning the model and
+#: whether it is the constant model of a one-class subset, or raising the fit's error.
+Outcome = Callable[[], tuple[Any, bool]]
+
+
+def _picklable(obj: Any) -> bool:
+    try:
+        pickle.dumps(obj)
+    except Exception:
+        return False
+    return True
+
+
+def _fit_on_worker(estimator: Any, X: np.ndarray, y: np.ndarray, keep: np.ndarray,
+                   seed_params: dict[str, int], threads: int
+                   ) -> tuple[Any, list[tuple[str, type[Warning]]]]:
+    """The model fitted on ``X[keep]`` or the error its fit raised, and the warnings it
+    gave, each as something that can travel back."""
+    with limited_threads(threads), warnings.catch_warnings(record=True) as seen:
+        # the main process shows them as its own fits' (the command folds them into a line)
+        warnings.simplefilter("always")
+        try:
+            result = subset_model(estimator, X, y, keep, seed_params)()
+        except Exception as err:
+            result = err if _picklable(err) else RuntimeError(f"{type(err).__name__}: {err}")
+    warned = [(str(w.message), w.category if _picklable(w.category) else UserWarning)
+              for w in seen]
+    return result, warned
+
+
+def _holds_network(estimator: Any) -> bool:
+    """Whether ``estimator`` is, or holds (a Pipeline's step), one of tdshap.torch's."""
+    try:
+        parts = [estimator, *estimator.get_params(deep=True).values()]
+    except Exception:  # not a scikit-learn estimator: only itself to look at
+        parts = [estimator]
+    return any(type(p).__module__.startswith("tdshap.torch") for p in parts)
+
+
+def _returning(value: Any, alone: bool = False) -> Outcome:
+    if isinstance(value, Exception):
+        def raising() -> tuple[Any, bool]:
+            raise value
+        return raising
+    return lambda: (value, alone)
+
+
+class SubsetFitter:
+    """Fit ``estimator`` on subsets of ``(X, y)``: ``fit(keep)`` here, ``fit_all(keeps)`` in
+    order, on ``n_jobs`` workers where that pays (module docstring).
+
+    ``classes`` (a classifier's) makes a subset of one class the constant model of that
+    class, without a fit; ``removal_fits`` answers a k-NN's cuts from its neighbour lists.
+    ``seconds_per_fit`` is the mean of the fits timed here (None before the first).
+    """
+
+    def __init__(self, estimator: Any, X: np.ndarray, y: np.ndarray,
+                 classes: np.ndarray | None, seed_params: dict[str, int],
+                 removal_fits: RemovalFits, n_jobs: int | None = None) -> None:
+        check_n_jobs(n_jobs, optional=True)
+        self.estimator, self.X, self.y, self.classes = estimator, X, y, classes
+        self.seed_params, self.removal_fits = seed_params, removal_fits
+        self.n_workers = effective_n_jobs(n_jobs)
+        self.seconds_per_fit: float | None = None
+        self.n_worker_fits = 0  # fits done by workers
+        self._timed = (0, 0.0)
+        self._can_ship: bool | None = None
+
+    def _one_class(self, keep: np.ndarray) -> bool:
+        return self.classes is not None and len(np.unique(self.y[keep])) < 2
+
+    def fit(self, keep: np.ndarray) -> tuple[Any, bool]:
+        """The model on ``X[keep]`` and whether it is a one-class subset's constant model."""
+        if self._one_class(keep):
+            return fallback_model(self.y[keep], self.classes), True
+        started = time.perf_counter()
+        model = self.removal_fits(keep, self.seed_params)
+        n, seconds = self._timed
+        self._timed = (n + 1, seconds + time.perf_counter() - started)
+        self.seconds_per_fit = self._timed[1] / self._timed[0]
+        return model, False
+
+    def _here(self, keep: np.ndarray) -> Outcome:
+        try:
+            model, alone = self.fit(keep)
+        except Exception as err:
+            return _returning(err)
+        return _returning(model, alone)
+
+    def _pays(self, n_left: int) -> bool:
+        return (self.n_workers > 1 and n_left > 1 and not self.removal_fits.sets
+                and not _holds_network(self.estimator) and self._shippable()
+                and self.seconds_per_fit is not None
+                and self.seconds_per_fit * n_left >= MIN_PARALLEL_SECONDS)
+
+    def _shippable(self) -> bool:
+        """Whether the estimator can travel to a worker (loky sends it by cloudpickle); one
+        holding a lock or an open file is fitted here instead."""
+        if self._can_ship is None:
+            try:
+                cloudpickle.dumps(self.estimator)
+                self._can_ship = True
+            except Exception:
+                self._can_ship = False
+        return self._can_ship
+
+    def fit_all(self, keeps: Sequence[np.ndarray]) -> Iterator[Outcome]:
+        """Each subset's :data:`Outcome`, in the order of ``keeps``."""
+        done = 0
+        while done < len(keeps) and not self._pays(len(keeps) - done):
+            yield self._here(keeps[done])
+            done += 1
+        if done < len(keeps):
+            yield from self._on_workers(keeps[done:])
+
+    def _on_workers(self, keeps: Sequence[np.ndarray]) -> Iterator[Outcome]:
+        fitted = [keep for keep in keeps if not self._one_class(keep)]
+        workers = max(1, min(self.n_workers, len(fitted)))  # one-class subsets fit nothing
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        estimator = single_threaded(self.estimator)
+        models = Parallel(n_jobs=workers, return_as="generator")(
+            delayed(_fit_on_worker)(estimator, self.X, self.y, keep, self.seed_params, threads)
+            for keep in fitted)
+        broken = False
+        for keep in keeps:
+            if self._one_class(keep):
+                yield _returning(fallback_model(self.y[keep], self.classes), True)
+                continue
+            if not broken:
+                try:
+                    result, warned = next(models)
+                except Exception as err:  # the workers' own failure, not the fit's
+                    broken = True
+                    warnings.warn(f"the cut's workers failed ({type(err).__name__}: {err}); "
+                                  "its other fits run in this process.", RuntimeWarning,
+                                  stacklevel=2)
+            if broken:
+                yield self._here(keep)
+                continue
+            self.n_worker_fits += 1
+            for message, category in warned:
+                warnings.warn(message, category, stacklevel=2)
+            yield _returning(result)
