@@ -26,6 +26,7 @@ from tdshap.cleansing import CleansingResult
 def always_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers for any fits, however quick (the tests' models fit in milliseconds)."""
     monkeypatch.setattr(tdshap.utility.subset_fits, "MIN_PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(tdshap.utility.subset_fits, "WORKER_SECONDS", 1e-12)
 
 
 def _same_cut(a: CleansingResult, b: CleansingResult) -> None:
@@ -53,6 +54,10 @@ def test_find_harmful_answers_the_same_on_workers(always_parallel: None) -> None
     # every fit after the first went to the workers, the folds' curves' included (and the
     # cross-fitted test's, which the counts do not name)
     assert b.extra["n_worker_fits"] >= a.extra["n_fits"] - 1 + a.extra["n_check_fits"] > 0
+    from tdshap.app.report import cost_line
+
+    assert f"{b.extra['n_worker_fits']:,} of them on parallel workers" in cost_line(there.run)
+    assert "parallel workers" not in cost_line(here.run)
 
 
 def _digits(n: int = 100) -> tuple[np.ndarray, ...]:
@@ -181,3 +186,28 @@ def test_workers_that_die_leave_the_fits_to_this_process(always_parallel: None) 
     here = cleanse(values, model, X, y, Xv, yv, n_jobs=1, random_state=0, step=10)
     assert there.extra["n_worker_fits"] == 0 and there.extra["n_failed_fits"] == 0
     np.testing.assert_array_equal(here.val_scores, there.val_scores)
+
+
+def test_workers_are_given_a_second_of_fits_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sklearn.tree import DecisionTreeClassifier
+
+    from tdshap.utility.fast.neighbor_lists import RemovalFits
+
+    X, y, *_ = _digits()
+    started: list[int] = []
+
+    class Counted:
+        def __init__(self, n_jobs: int, **kw: Any) -> None:
+            started.append(n_jobs)
+
+        def __call__(self, tasks: Any) -> Any:
+            return (task[0](*task[1], **task[2]) for task in tasks)
+
+    monkeypatch.setattr(tdshap.utility.subset_fits, "Parallel", Counted)
+    tree = DecisionTreeClassifier(max_depth=2)
+    fitter = tdshap.utility.subset_fits.SubsetFitter(
+        tree, X, y, np.unique(y), {}, RemovalFits(tree, X, y, [X], False), n_jobs=64)
+    fitter.seconds_per_fit = 0.25  # 30 fits of a quarter second: 7.5 s, 7 workers
+    keeps = [np.arange(i, len(y)) for i in range(31)]
+    assert len([o() for o in fitter.fit_all(keeps)]) == 31
+    assert started == [7]

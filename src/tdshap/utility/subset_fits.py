@@ -34,6 +34,8 @@ from tdshap.utility.parallel import check_n_jobs, cloudpickle, limited_threads, 
 #: a histogram-boosting cut of 48 quick fits took as long on workers as in-process
 #: (``benchmarks/parallel_cut.py``).
 MIN_PARALLEL_SECONDS = 5.0
+#: The in-process seconds of fits each worker started must be expected to take over.
+WORKER_SECONDS = 1.0
 
 #: What :meth:`SubsetFitter.fit_all` yields per subset: a call returning the model and
 #: whether it is the constant model of a one-class subset, or raising the fit's error.
@@ -152,7 +154,10 @@ class SubsetFitter:
 
     def _on_workers(self, keeps: Sequence[np.ndarray]) -> Iterator[Outcome]:
         fitted = [keep for keep in keeps if not self._one_class(keep)]
-        workers = max(1, min(self.n_workers, len(fitted)))  # one-class subsets fit nothing
+        # a worker costs about a second to start (and a process's memory): each one is
+        # given about that much work or more; one-class subsets fit nothing
+        expected = (self.seconds_per_fit or 0.0) * len(fitted)
+        workers = max(1, min(self.n_workers, len(fitted), int(expected / WORKER_SECONDS)))
         threads = max(1, (os.cpu_count() or 1) // workers)
         estimator = single_threaded(self.estimator)
         models = Parallel(n_jobs=workers, return_as="generator")(
