@@ -211,3 +211,13 @@ def test_workers_are_given_a_second_of_fits_each(monkeypatch: pytest.MonkeyPatch
     keeps = [np.arange(i, len(y)) for i in range(31)]
     assert len([o() for o in fitter.fit_all(keeps)]) == 31
     assert started == [7]
+
+
+def test_the_worker_count_the_run_and_its_estimate_share() -> None:
+    from tdshap.utility.subset_fits import worker_count
+
+    assert worker_count(64, 50, 7.5) == 7  # a second of fits or more each
+    assert worker_count(64, 3, 100.0) == 3  # no more workers than fits
+    assert worker_count(2, 50, 4.9) == 1  # under 5 s in all: not worth starting them
+    assert worker_count(1, 50, 100.0) == 1
+    assert worker_count(8, 1, 100.0) == 1

@@ -36,7 +36,7 @@ from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError
 from tdshap.utility.base import nested_params
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.parallel import check_n_jobs
-from tdshap.utility.subset_fits import MIN_PARALLEL_SECONDS
+from tdshap.utility.subset_fits import worker_count
 
 
 def _auto_note(value: Any, rule: str) -> str:
@@ -452,16 +452,14 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     def refits(fits: int) -> float:
         """Seconds of ``fits`` cuts fitted together: on workers where they pay
         (tdshap.utility.subset_fits), about a share of each."""
-        seconds = fits * per_cut
-        pays = workers > 1 and fits > 1 and seconds >= MIN_PARALLEL_SECONDS
-        return seconds / min(workers, fits) if pays else seconds
+        return fits * per_cut / worker_count(workers, fits, fits * per_cut)
 
     def where(fits: int) -> str:
-        return f" on {min(workers, fits)} workers" if refits(fits) < fits * per_cut else ""
+        share = worker_count(workers, fits, fits * per_cut)
+        return f" on {share} workers" if share > 1 else ""
 
     refit_cleansing = refits(grid)
-    on_workers = bool(where(grid))
-    workers_note = f" ({where(grid).strip()})" if on_workers else ""
+    workers_note = f" ({where(grid).strip()})" if where(grid) else ""
     if shapley and knn_shapley_problem(estimator) is not None:
         # a k-NN proxy values the rows of another model: the closed form, then a refit of
         # the user's model per cut; where the paper's larger cut is checked
@@ -498,7 +496,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     if problem is not None:
         return CostEstimate(refit_bag, bags, init, grid, 2,
                             path=f"refit every bag: {problem}" + (
-                                f"; the cut's refits{workers_note}" if on_workers else ""),
+                                f"; the cut's refits{workers_note}" if workers_note else ""),
                             cleansing_seconds=refit_cleansing)
     # the closed form takes a Pipeline ending in a k-NN (its steps transform X first):
     # timed on its k-NN and the raw rows

@@ -42,6 +42,15 @@ WORKER_SECONDS = 1.0
 Outcome = Callable[[], tuple[Any, bool]]
 
 
+def worker_count(n_workers: int, fits: int, seconds: float) -> int:
+    """How many of ``n_workers`` take ``fits`` fits expected to last ``seconds`` in one
+    process: each is given :data:`WORKER_SECONDS` of them or more; 1 where fewer than
+    :data:`MIN_PARALLEL_SECONDS` in all would not pay for starting workers."""
+    if n_workers <= 1 or fits <= 1 or seconds < MIN_PARALLEL_SECONDS:
+        return 1
+    return max(1, min(n_workers, fits, int(seconds / WORKER_SECONDS)))
+
+
 def _picklable(obj: Any) -> bool:
     try:
         pickle.dumps(obj)
@@ -130,7 +139,7 @@ class SubsetFitter:
         return (self.n_workers > 1 and n_left > 1 and not self.removal_fits.sets
                 and not _holds_network(self.estimator) and self._shippable()
                 and self.seconds_per_fit is not None
-                and self.seconds_per_fit * n_left >= MIN_PARALLEL_SECONDS)
+                and worker_count(self.n_workers, n_left, self.seconds_per_fit * n_left) > 1)
 
     def _shippable(self) -> bool:
         """Whether the estimator can travel to a worker (loky sends it by cloudpickle); one
@@ -157,7 +166,7 @@ class SubsetFitter:
         # a worker costs about a second to start (and a process's memory): each one is
         # given about that much work or more; one-class subsets fit nothing
         expected = (self.seconds_per_fit or 0.0) * len(fitted)
-        workers = max(1, min(self.n_workers, len(fitted), int(expected / WORKER_SECONDS)))
+        workers = worker_count(self.n_workers, len(fitted), expected)
         threads = max(1, (os.cpu_count() or 1) // workers)
         estimator = single_threaded(self.estimator)
         models = Parallel(n_jobs=workers, return_as="generator")(
