@@ -8,6 +8,9 @@ their ratio, the fits made by workers and whether every answer (the table, the c
 the cut) was equal:
 
     OMP_NUM_THREADS=1 PYTHONPATH=src:. python benchmarks/parallel_cut.py --jobs 2
+
+``--min-seconds`` moves the library's bar for starting workers (5 s), to measure where it
+pays.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassif
 from sklearn.neural_network import MLPClassifier
 
 from tdshap import find_harmful
+from tdshap.utility import subset_fits
 
 DATASETS = {"breast_cancer": load_breast_cancer, "digits": load_digits, "wine": load_wine}
 MODELS = {
@@ -49,9 +53,14 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="+", default=["breast_cancer", "digits"],
                     choices=sorted(DATASETS))
     ap.add_argument("--models", nargs="+", default=sorted(MODELS), choices=sorted(MODELS))
+    ap.add_argument("--min-seconds", type=float, default=subset_fits.MIN_PARALLEL_SECONDS,
+                    help="the in-process seconds of fits left before workers start (the "
+                    "library's bar, by default)")
     args = ap.parse_args()
+    subset_fits.MIN_PARALLEL_SECONDS = args.min_seconds
     print(f"{os.cpu_count()} cores; n_jobs 1 against {args.jobs}; {args.repeats} runs each, "
-          "alternating; median wall seconds of find_harmful (valuation + cut)")
+          "alternating; median wall seconds of find_harmful (valuation + cut); workers where "
+          f"the fits left take {args.min_seconds:g} s or more")
     print("| dataset | model | method | fits (grid + folds) | n_jobs=1 s | "
           f"n_jobs={args.jobs} s | ratio | worker fits | same answer |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -252,7 +252,7 @@ def test_text_id_and_declared_category_columns_are_still_one_hot() -> None:
     cells = _heights()
     cells[3] = "?"
     train = pd.DataFrame({"colour": ["red", "blue"] * 20,
-                          # group ids (a different one in every row is refused: a row name)
+                          # group ids (a different one in every row is left out: a row name)
                           "id": [f"A-{i % 8:03d}" for i in range(40)],
                           "code": ["1", "2", "x", "y"] * 10,  # half numbers: codes, as text
                           "height": pd.Categorical(cells)})  # declared as levels

@@ -207,9 +207,9 @@ def test_workers_are_given_a_second_of_fits_each(monkeypatch: pytest.MonkeyPatch
     tree = DecisionTreeClassifier(max_depth=2)
     fitter = tdshap.utility.subset_fits.SubsetFitter(
         tree, X, y, np.unique(y), {}, RemovalFits(tree, X, y, [X], False), n_jobs=64)
-    fitter.seconds_per_fit = 0.25  # 30 fits of a quarter second: 7.5 s, 7 workers
+    fitter.n_timed, fitter.seconds_timed = 4, 1.0  # a quarter second a fit: 30 fits, 7.5 s
     keeps = [np.arange(i, len(y)) for i in range(31)]
-    assert len([o() for o in fitter.fit_all(keeps)]) == 31
+    assert len([o() for o in fitter.fit_all(keeps, len(keeps))]) == 31
     assert started == [7]
 
 
@@ -221,3 +221,25 @@ def test_the_worker_count_the_run_and_its_estimate_share() -> None:
     assert worker_count(2, 50, 4.9) == 1  # under 5 s in all: not worth starting them
     assert worker_count(1, 50, 100.0) == 1
     assert worker_count(8, 1, 100.0) == 1
+
+
+def test_subsets_fitted_here_are_made_one_at_a_time() -> None:
+    from sklearn.tree import DecisionTreeClassifier
+
+    from tdshap.utility.fast.neighbor_lists import RemovalFits
+
+    X, y, *_ = _digits()
+    made: list[int] = []
+
+    def keeps() -> Any:  # the cleansing grid's subsets hold most rows: a million-row
+        for i in range(10):  # k-NN's would be hundreds of MB all at once
+            made.append(i)
+            yield np.arange(i, len(y))
+
+    tree = DecisionTreeClassifier(max_depth=2)
+    fitter = tdshap.utility.subset_fits.SubsetFitter(
+        tree, X, y, np.unique(y), {}, RemovalFits(tree, X, y, [X], False), n_jobs=1)
+    for i, outcome in enumerate(fitter.fit_all(keeps(), 10)):
+        assert made == list(range(i + 1))
+        outcome()
+    assert fitter.n_timed == 10 and fitter.n_worker_fits == 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
 from tdshap.utility.metrics import default_metric, resolve_metric
 from tdshap.utility.parallel import check_n_jobs
-from tdshap.utility.subset_fits import SubsetFitter
+from tdshap.utility.subset_fits import Outcome, SubsetFitter
 
 
 @dataclass
@@ -376,9 +377,9 @@ def cleanse(
     # the grid's validation predictions, by the rows they leave out: the cross-fit's folds
     # rank the rows their own way, and a fold's cut of the same rows needs no fit
     predicted_without: dict[bytes, np.ndarray] = {}
-    keeps = [np.sort(order[n_remove:]) for n_remove in grid]
-    for i, (n_remove, keep, outcome) in enumerate(zip(grid, keeps, fitter.fit_all(keeps),
-                                                      strict=True)):
+    keeps = (np.sort(order[n_remove:]) for n_remove in grid)  # made as they are fitted
+    for i, (n_remove, outcome) in enumerate(zip(grid, fitter.fit_all(keeps, len(grid)),
+                                                strict=True)):
         try:
             # a classifier left one class predicts it: many refuse to fit, which is
             # no failure of the model (imbalanced data cut down to its majority)
@@ -392,7 +393,7 @@ def cleanse(
                 raise
             failed += 1
             first_error = first_error or describe_error(err)
-            model = fallback_model(ya[keep], classes)
+            model = fallback_model(ya[np.sort(order[n_remove:])], classes)
             val_score, pred, test_score = scored(model)
         val_scores[i] = val_score
         if n_remove == 0:
@@ -461,15 +462,9 @@ def cleanse(
             # each fold's rows judge the curve of values made without them; for the
             # k-NN they value exactly at a stricter level (check_level)
             def predicted(removed: list[np.ndarray]) -> list[np.ndarray]:
-                # the removals no model of the grid's made, each once
-                missing: dict[bytes, np.ndarray] = {}
-                for rows in removed:
-                    missing.setdefault(_rows_key(rows), rows)
-                for key in predicted_without:
-                    missing.pop(key, None)
-                keeps = [np.setdiff1d(np.arange(len(ya)), rows) for rows in missing.values()]
-                for key, outcome in zip(missing, fitter.fit_all(keeps), strict=True):
-                    nonlocal check_fits
+                nonlocal check_fits
+                for key, outcome in _fits_without(removed, predicted_without, fitter,
+                                                  len(ya)):
                     check_fits += 1
                     predicted_without[key] = np.asarray(outcome()[0].predict(Xv))
                 return [predicted_without[_rows_key(rows)] for rows in removed]
@@ -541,6 +536,19 @@ def _rows_key(rows: np.ndarray) -> bytes:
     return np.sort(np.asarray(rows, dtype=np.int64)).tobytes()
 
 
+def _fits_without(removals: list[np.ndarray], known: dict[bytes, Any], fitter: SubsetFitter,
+                  n_rows: int) -> Iterator[tuple[bytes, Outcome]]:
+    """The :func:`_rows_key` of each removal ``known`` lacks (once each) and the outcome of
+    the fit without those rows, fitted together (on workers where that pays)."""
+    missing: dict[bytes, np.ndarray] = {}
+    for rows in removals:
+        key = _rows_key(rows)
+        if key not in known:
+            missing.setdefault(key, rows)
+    keeps = (np.setdiff1d(np.arange(n_rows), rows) for rows in missing.values())
+    return zip(missing, fitter.fit_all(keeps, len(missing)), strict=True)
+
+
 def _cross_fit_of(values: Any, Xv: np.ndarray, yv: np.ndarray, n_rows: int
                   ) -> CrossFit | None:
     """The cross-fit ``values`` carry for these validation rows; None without one (or
@@ -602,13 +610,8 @@ def _cross_fitted(cross: CrossFit, Xv: np.ndarray, yv: np.ndarray, n_rows: int,
     judged = [(f, flagged) for f, flagged in enumerate(cross.flagged)
               if (cross.folds == f).any()]
     try:
-        missing: dict[bytes, np.ndarray] = {}  # each fold's removal no grid model made, once
-        for _, flagged in judged:
-            key = _rows_key(flagged)
-            if key not in fitted_without:
-                missing.setdefault(key, flagged)
-        keeps = [np.setdiff1d(np.arange(n_rows), flagged) for flagged in missing.values()]
-        for key, outcome in zip(missing, fitter.fit_all(keeps), strict=True):
+        for key, outcome in _fits_without([flagged for _, flagged in judged], fitted_without,
+                                          fitter, n_rows):
             fitted_without[key] = outcome()[0]
         for f, flagged in judged:
             rows = cross.folds == f

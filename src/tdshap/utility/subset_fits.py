@@ -19,7 +19,8 @@ import os
 import pickle
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,8 @@ from tdshap.utility.parallel import check_n_jobs, cloudpickle, limited_threads, 
 
 #: The in-process seconds the fits left must be expected to take before workers start:
 #: starting loky's processes and shipping the data costs about a second, and on two cores
-#: a histogram-boosting cut of 48 quick fits took as long on workers as in-process
-#: (``benchmarks/parallel_cut.py``).
+#: a histogram-boosting cut of 48 quick fits took about as long on workers as in-process
+#: (``benchmarks/parallel_cut.py --min-seconds 2``: 7.6 s against 7.3 s).
 MIN_PARALLEL_SECONDS = 5.0
 #: The in-process seconds of fits each worker started must be expected to take over.
 WORKER_SECONDS = 1.0
@@ -77,12 +78,14 @@ def _fit_on_worker(estimator: Any, X: np.ndarray, y: np.ndarray, keep: np.ndarra
 
 
 def _holds_network(estimator: Any) -> bool:
-    """Whether ``estimator`` is, or holds (a Pipeline's step), one of tdshap.torch's."""
+    """Whether ``estimator`` is, or holds (a Pipeline's step), a model that brings its own
+    training (``utility_class``: :mod:`tdshap.torch`'s networks). The class is asked, not
+    the object: the property resolves the device."""
     try:
         parts = [estimator, *estimator.get_params(deep=True).values()]
     except Exception:  # not a scikit-learn estimator: only itself to look at
         parts = [estimator]
-    return any(type(p).__module__.startswith("tdshap.torch") for p in parts)
+    return any(hasattr(type(p), "utility_class") for p in parts)
 
 
 def _returning(value: Any, alone: bool = False) -> Outcome:
@@ -99,7 +102,6 @@ class SubsetFitter:
 
     ``classes`` (a classifier's) makes a subset of one class the constant model of that
     class, without a fit; ``removal_fits`` answers a k-NN's cuts from its neighbour lists.
-    ``seconds_per_fit`` is the mean of the fits timed here (None before the first).
     """
 
     def __init__(self, estimator: Any, X: np.ndarray, y: np.ndarray,
@@ -109,23 +111,28 @@ class SubsetFitter:
         self.estimator, self.X, self.y, self.classes = estimator, X, y, classes
         self.seed_params, self.removal_fits = seed_params, removal_fits
         self.n_workers = effective_n_jobs(n_jobs)
-        self.seconds_per_fit: float | None = None
         self.n_worker_fits = 0  # fits done by workers
-        self._timed = (0, 0.0)
-        self._can_ship: bool | None = None
+        self.n_timed, self.seconds_timed = 0, 0.0  # fits done here, and their seconds
+
+    @property
+    def seconds_per_fit(self) -> float | None:
+        """The mean seconds of the fits done here (None before the first)."""
+        return self.seconds_timed / self.n_timed if self.n_timed else None
 
     def _one_class(self, keep: np.ndarray) -> bool:
         return self.classes is not None and len(np.unique(self.y[keep])) < 2
 
+    def _alone(self, keep: np.ndarray) -> tuple[Any, bool]:
+        return fallback_model(self.y[keep], self.classes), True
+
     def fit(self, keep: np.ndarray) -> tuple[Any, bool]:
         """The model on ``X[keep]`` and whether it is a one-class subset's constant model."""
         if self._one_class(keep):
-            return fallback_model(self.y[keep], self.classes), True
+            return self._alone(keep)
         started = time.perf_counter()
         model = self.removal_fits(keep, self.seed_params)
-        n, seconds = self._timed
-        self._timed = (n + 1, seconds + time.perf_counter() - started)
-        self.seconds_per_fit = self._timed[1] / self._timed[0]
+        self.n_timed += 1
+        self.seconds_timed += time.perf_counter() - started
         return model, False
 
     def _here(self, keep: np.ndarray) -> Outcome:
@@ -136,46 +143,51 @@ class SubsetFitter:
         return _returning(model, alone)
 
     def _pays(self, n_left: int) -> bool:
-        return (self.n_workers > 1 and n_left > 1 and not self.removal_fits.sets
-                and not _holds_network(self.estimator) and self._shippable()
-                and self.seconds_per_fit is not None
-                and worker_count(self.n_workers, n_left, self.seconds_per_fit * n_left) > 1)
+        per_fit = self.seconds_per_fit
+        return (per_fit is not None and worker_count(self.n_workers, n_left, per_fit * n_left) > 1
+                and not self.removal_fits.sets and not _holds_network(self.estimator)
+                and self._shippable)
 
+    @cached_property
     def _shippable(self) -> bool:
         """Whether the estimator can travel to a worker (loky sends it by cloudpickle); one
         holding a lock or an open file is fitted here instead."""
-        if self._can_ship is None:
-            try:
-                cloudpickle.dumps(self.estimator)
-                self._can_ship = True
-            except Exception:
-                self._can_ship = False
-        return self._can_ship
+        try:
+            cloudpickle.dumps(self.estimator)
+        except Exception:
+            return False
+        return True
 
-    def fit_all(self, keeps: Sequence[np.ndarray]) -> Iterator[Outcome]:
-        """Each subset's :data:`Outcome`, in the order of ``keeps``."""
-        done = 0
-        while done < len(keeps) and not self._pays(len(keeps) - done):
-            yield self._here(keeps[done])
-            done += 1
-        if done < len(keeps):
-            yield from self._on_workers(keeps[done:])
+    def fit_all(self, keeps: Iterable[np.ndarray], count: int) -> Iterator[Outcome]:
+        """Each subset's :data:`Outcome`, in the order of the ``count`` ``keeps``. A lazy
+        ``keeps`` is taken one at a time while the fits stay here (the cleansing grid's
+        subsets keep most rows each: a million-row k-NN's would be hundreds of MB at
+        once)."""
+        left = count
+        rest = iter(keeps)
+        for keep in rest:
+            if self._pays(left):
+                yield from self._on_workers([keep, *rest])
+                return
+            yield self._here(keep)
+            left -= 1
 
-    def _on_workers(self, keeps: Sequence[np.ndarray]) -> Iterator[Outcome]:
-        fitted = [keep for keep in keeps if not self._one_class(keep)]
+    def _on_workers(self, keeps: list[np.ndarray]) -> Iterator[Outcome]:
+        alone = [self._one_class(keep) for keep in keeps]
+        fitted = [keep for keep, one in zip(keeps, alone, strict=True) if not one]
         # a worker costs about a second to start (and a process's memory): each one is
         # given about that much work or more; one-class subsets fit nothing
-        expected = (self.seconds_per_fit or 0.0) * len(fitted)
-        workers = worker_count(self.n_workers, len(fitted), expected)
+        workers = worker_count(self.n_workers, len(fitted),
+                               (self.seconds_per_fit or 0.0) * len(fitted))
         threads = max(1, (os.cpu_count() or 1) // workers)
         estimator = single_threaded(self.estimator)
         models = Parallel(n_jobs=workers, return_as="generator")(
             delayed(_fit_on_worker)(estimator, self.X, self.y, keep, self.seed_params, threads)
             for keep in fitted)
         broken = False
-        for keep in keeps:
-            if self._one_class(keep):
-                yield _returning(fallback_model(self.y[keep], self.classes), True)
+        for keep, one in zip(keeps, alone, strict=True):
+            if one:
+                yield _returning(*self._alone(keep))
                 continue
             if not broken:
                 try:
