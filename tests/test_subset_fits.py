@@ -243,3 +243,28 @@ def test_subsets_fitted_here_are_made_one_at_a_time() -> None:
         assert made == list(range(i + 1))
         outcome()
     assert fitter.n_timed == 10 and fitter.n_worker_fits == 0
+
+
+def test_the_tdshap_estimate_shares_the_cut_among_workers(always_parallel: None) -> None:
+    # the paper's method's cost estimate counted the cut's refits in one process where
+    # the run would share them among workers
+    import pandas as pd
+    from sklearn.datasets import make_classification
+    from sklearn.tree import DecisionTreeClassifier
+
+    from tdshap.app.harmful import prepare
+    from tdshap.app.plan import plan
+    from tdshap.app.run import TDShapOptions
+
+    X, y = make_classification(160, 5, random_state=0)
+    data = prepare(pd.DataFrame(X), pd.Series(y), task="classification", seed=0)
+    settings = dict(model=DecisionTreeClassifier(max_depth=3, random_state=0),
+                    method="tdshap", options=TDShapOptions(k=2, n_min=2, max_iter=2))
+    alone = plan(data, n_jobs=1, **settings).estimate
+    shared = plan(data, n_jobs=2, **settings).estimate
+    assert alone.cleansing_seconds is None and "workers" not in alone.path
+    assert shared.cleansing_fits == alone.cleansing_fits > 1
+    assert shared.cleansing_seconds == pytest.approx(
+        shared.cleansing_fits * shared.seconds_per_evaluation / 2)
+    assert shared.path.endswith("; the cut's refits on 2 workers")
+    assert "cleansing cuts (" in shared.line(None)

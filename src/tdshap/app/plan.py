@@ -307,11 +307,14 @@ class RunPlan:
 
 
 def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool,
-              seed: int, done: dict[str, Any] | None = None) -> CostEstimate:
+              seed: int, done: dict[str, Any] | None = None,
+              n_jobs: int | None = None) -> CostEstimate:
     """Time a few evaluations of chains like the run's; fail if every fit fails.
 
     ``done`` is the :func:`checkpoint_info` of the checkpoint a resumed run continues:
-    only what it has left is estimated (the cleansing is never checkpointed).
+    only what it has left is estimated (the cleansing is never checkpointed). The cut's
+    refits are shared among ``n_jobs`` workers where they pay (as
+    :class:`~tdshap.utility.subset_fits.SubsetFitter` shares them).
     """
     from tdshap.cleansing import removal_grid
     from tdshap.utility.base import Chain
@@ -347,8 +350,11 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     rounds = 0 if max_iter is None else \
         max(max_iter - rounds_done, 0) * tdshap.n_blocks * (k + 1)
     grid = len(removal_grid(n, None, cleanse_fraction(tdshap.estimator, n))) if do_cleanse else 0
-    return CostEstimate(per, init + rounds, init, grid, timed, path=utility.path_note,
-                        resumed=resumed)
+    share = worker_count(effective_n_jobs(n_jobs), grid, grid * per)
+    return CostEstimate(per, init + rounds, init, grid, timed, resumed=resumed,
+                        path=utility.path_note + (f"; the cut's refits on {share} workers"
+                                                  if share > 1 else ""),
+                        cleansing_seconds=grid * per / share if share > 1 else None)
 
 
 #: rows predicted (and searched) when timing a bag before the run; the per-row cost is
@@ -683,7 +689,7 @@ def plan(
             except CheckpointDataError as err:
                 raise _other_data(err, Path(tdshap.checkpoint), origin) from None
         done = checkpoint_info(tdshap.checkpoint) if resume else None
-        estimate = _estimate(utility, tdshap, data, do_cleanse, seed, done)
+        estimate = _estimate(utility, tdshap, data, do_cleanse, seed, done, n_jobs)
     init_seconds = estimate.init_evaluations * estimate.seconds_per_evaluation
     if (o.time_budget is not None and not estimate.evaluations
             and estimate.setup_seconds > o.time_budget):
