@@ -80,6 +80,17 @@ def test_noise_is_planted_in_training_rows_only(bench, name, seed):
     np.testing.assert_array_equal(again.planted, split.planted)
 
 
+def test_the_dataset_groups_name_sets_that_load_for_their_task(bench):
+    for group, names in bench.GROUPS.items():
+        assert group not in bench.DATASETS and names, group
+        for name in names:
+            load, task = bench.DATASETS[name]
+            X, y = load()
+            assert X.ndim == 2 and len(X) == len(y) >= 300, name
+            # classes as whole numbers, a regression target with many values
+            assert (len(np.unique(y)) <= 10) == (task == "classification"), name
+
+
 @pytest.mark.parametrize("name", ["iris", "diabetes"])
 def test_validation_noise_leaves_the_training_rows_and_the_test_rows_as_without_it(bench, name):
     load, task = bench.DATASETS[name]
