@@ -29,7 +29,9 @@ Publishing
     ``--out`` while the run worked (the swap would delete it with the old set),
     and one that has an output's name is refused without ``force``. A failure
     while writing (a full disk) removes the staging folder and leaves the
-    previous outputs as they were.
+    previous outputs as they were; renamed in one by one, each file replaced is
+    moved aside first and put back if a later rename fails. ``force`` replaces
+    files with the outputs' names, never a folder (refused).
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ class OutputFolder:
     # -- before anything is written ---------------------------------------
     def check(self, inputs: Iterable[Path], outputs: Iterable[str]) -> None:
         """Raise :class:`OutputError` unless ``--out`` can be used for ``outputs``."""
-        out = self.out
+        out, outputs = self.out, list(outputs)
         if out.is_symlink() and not out.exists():
             raise OutputError(f"output folder {out} is a link to {os.readlink(out)}, which "
                               "does not exist: choose another --out.")
@@ -212,9 +214,22 @@ class OutputFolder:
                     "of this run would replace or remove it: copy it elsewhere, or choose "
                     "another --out."
                 )
+        if self.exists:
+            self._refuse_folders(outputs)
         cwd = os.path.realpath(os.getcwd())
         self.in_place = bool(foreign) or (self.exists and _inside(cwd, real)) or (
             self.exists and not os.access(self.real.parent, os.W_OK | os.X_OK))
+
+    def _refuse_folders(self, outputs: Iterable[str]) -> None:
+        """A folder with an output's name is the user's: ``force`` replaces files, and
+        removing a folder with what it holds would lose them."""
+        folders = [n for n in outputs
+                   if (self.real / n).is_dir() and not (self.real / n).is_symlink()]
+        if folders:
+            raise OutputError(
+                f"the output folder {self.out} holds a folder named as an output "
+                f"({', '.join(folders)}): nothing was written; rename or move it, or choose "
+                "another --out.")
 
     def _foreign(self) -> list[str]:
         """What ``--out`` holds besides an earlier run's outputs (refused without ``force``)."""
@@ -232,10 +247,15 @@ class OutputFolder:
                          if n not in ours and not n.startswith(STAGING) and not self._partial(n))
         if foreign and not self.force:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            why = ("it has no tdshap manifest" if listed is None else
-                   f"these are not outputs of an earlier run: {shown}")
+            if listed is None:
+                why = "files tdshap did not write (it has no tdshap manifest)"
+            elif set(foreign) <= set(listed):  # a clean run's folder given to demo, say
+                why = (f"files this command does not write ({shown}; its manifest lists them: "
+                       "another tdshap command's outputs?)")
+            else:
+                why = f"files tdshap did not write (not outputs of an earlier run: {shown})"
             raise OutputError(
-                f"output folder {self.out} holds files tdshap did not write ({why}): choose "
+                f"output folder {self.out} holds {why}: choose "
                 "a new or empty folder for --out, or pass --force to write beside them "
                 "(files with the names of the outputs are then replaced)."
             )
@@ -406,10 +426,33 @@ class OutputFolder:
         shutil.rmtree(stage, ignore_errors=True)  # the old set (and the old lock)
 
     def _rename_in(self, stage: Path, written: list[str], files: list[str]) -> None:
-        for name in written:
-            os.replace(stage / name, self.real / name)
-        for name in set(self.old_files) - set(files) - {MANIFEST, LOCK}:
-            with contextlib.suppress(FileNotFoundError):
-                (self.real / name).unlink()
-        os.replace(stage / MANIFEST, self.real / MANIFEST)
+        """Rename the outputs in one by one, the manifest last, each file they replace (and
+        each old output the new set lacks) moved aside first, so that a failure part-way
+        (a folder with an output's name, an I/O error) puts every moved file back and takes
+        the new ones out: the set is published whole or not at all."""
+        self._refuse_folders(written)
+        aside = stage / f"{STAGING}replaced"
+        aside.mkdir()
+        stale = sorted(set(self.old_files) - set(files) - {MANIFEST, LOCK})
+        moved: list[str] = []  # names moved aside, in order
+        placed: list[str] = []  # names of the new set renamed in
+        try:
+            for name in stale:
+                if os.path.lexists(self.real / name):
+                    os.replace(self.real / name, aside / name)
+                    moved.append(name)
+            for name in [*written, MANIFEST]:
+                if os.path.lexists(self.real / name):
+                    os.replace(self.real / name, aside / name)
+                    moved.append(name)
+                os.replace(stage / name, self.real / name)
+                placed.append(name)
+        except OSError:
+            for name in reversed(placed):
+                with contextlib.suppress(OSError):
+                    (self.real / name).unlink()
+            for name in reversed(moved):
+                with contextlib.suppress(OSError):
+                    os.replace(aside / name, self.real / name)
+            raise
         shutil.rmtree(stage, ignore_errors=True)
