@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import csv
 import io
+import numbers
 import warnings
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +129,17 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
         kind = "Parquet" if is_parquet(path) else "CSV"
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        if isinstance(err, pd.errors.ParserError) and "Expected" in detail:
+            detail += (" (more values on that line than names in the header: quote values "
+                       "that hold the separator, or fix the line)")
         raise ValueError(f"cannot read {what} {path} as {kind}: {detail}.") from None
     except Exception as err:  # pyarrow raises its own types for corrupt files
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+        if is_parquet(path) and head != b"PAR1":
+            raise ValueError(f"cannot read {what} {path} as Parquet: it does not begin as a "
+                             "Parquet file does (if it is CSV text, give it the suffix "
+                             ".csv).") from None
         raise ValueError(f"cannot read {what} {path}: {type(err).__name__}: {err}.") from None
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
@@ -353,6 +364,16 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
 
 
 # -- features -----------------------------------------------------------------
+def _numbers_as_objects(col: pd.Series) -> bool:
+    """A column of Python objects that are all numbers (``X.astype(object)``, Decimals, ints
+    too large for int64): numbers, not text, whose every value would be a level of its own
+    (or the column dropped as row names)."""
+    values = col.dropna().to_numpy()
+    return len(values) > 0 and all(
+        isinstance(v, numbers.Real | Decimal) and not isinstance(v, bool | np.bool_)
+        for v in values)
+
+
 def _is_text(dtype: Any) -> bool:
     return (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
             or isinstance(dtype, pd.CategoricalDtype))
@@ -383,6 +404,8 @@ class TableEncoder:
             if pd.api.types.is_bool_dtype(dtype) or (
                 pd.api.types.is_numeric_dtype(dtype) and not _is_text(dtype)
             ):
+                self.numeric_.append(c)
+            elif pd.api.types.is_object_dtype(dtype) and _numbers_as_objects(X[c]):
                 self.numeric_.append(c)
             elif _is_text(dtype):
                 self.categorical_.append(c)
