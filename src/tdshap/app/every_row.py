@@ -32,6 +32,9 @@ from tdshap.app.run import HarmfulRun, PreparedData
 NOT_ASKED = ", not valued (every_row=True, --every-row, values them too)"
 TOO_FEW = (", not valued (too few rows to value them in a second part: every_row=True, "
            "--every-row, says why)")
+#: what the data line says where every_row was asked for with validation rows given
+WITH_VAL = ("; every_row / --every-row adds nothing here: with validation rows given, every "
+            "row is valued")
 
 
 def check_every_row(every_row: Any) -> bool | str:
@@ -54,6 +57,8 @@ def plan_parts(every_row: bool | str, has_val: bool,
     every_row = check_every_row(every_row)
     first = plan_part(prepare_part(False), 1)
     if has_val:  # every row is a training row already
+        if every_row:
+            first.data.split_note += WITH_VAL
         return [first]
     if not every_row:
         first.data.split_note += NOT_ASKED

@@ -132,6 +132,22 @@ def _check_precomputed(estimator: Any) -> None:
                     f"default works on the features), or choose e.g. {other}.", "params")
 
 
+#: the most threads or processes a model's own ``n_jobs`` may ask for: joblib starts that
+#: many (100,000 failed deep inside it, "'DummyProcess' object has no attribute 'terminate'")
+MAX_MODEL_JOBS = 1024
+
+
+def _check_model_jobs(estimator: Any) -> None:
+    """Refuse a model's ``n_jobs`` that asks for more threads than any machine has."""
+    for key, value in nested_params(estimator, "n_jobs").items():
+        if isinstance(value, int | np.integer) and not isinstance(value, bool) \
+                and abs(int(value)) > MAX_MODEL_JOBS:
+            raise ParameterError(
+                f"{key}={value}: the model would start that many threads or processes; use "
+                f"at most {MAX_MODEL_JOBS} (-1: one per core). tdshap's own workers are "
+                "`n_jobs` / --jobs.", "params")
+
+
 def _by_name(columns: Any) -> bool:
     """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
     of names, or a callable (``make_column_selector``) that reads names or dtypes."""
@@ -637,6 +653,7 @@ def plan(
     check_estimator_task(estimator, data.task, model_name)
     _check_neighbours(estimator, n)
     _check_precomputed(estimator)
+    _check_model_jobs(estimator)
     _check_column_names(estimator, data.encoder)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
