@@ -101,7 +101,12 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.csv", lambda: _text(table(), sep=";").encode(),
      ("single column 'a;b;colour;y'", "semicolon-separated")),
     ("t.tsv", lambda: _text(table()).encode(), ("comma-separated", "suffix .csv")),
-], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv"])
+    ("t.parquet", lambda: _text(table()).encode(), ("does not begin as a Parquet file",
+                                                    "suffix .csv")),
+    ("t.csv", lambda: (_text(table()) + "1,2,red,0,9,9\n").encode(),
+     ("Expected 4 fields", "quote values that hold the separator")),
+], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv", "csv-as-parquet",
+        "extra-fields"])
 def test_a_file_that_is_not_the_text_expected_says_what_it_is(
         tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:
     (tmp_path / name).write_bytes(content())

@@ -18,6 +18,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -849,3 +850,69 @@ def test_the_cost_estimate_comes_first_and_reaches_the_report(work: Path) -> Non
     assert res.stdout.startswith("cost estimate: about ")
     assert "evaluations" in res.stdout.splitlines()[0]
     assert "cost estimate" in (work / "out" / "report.md").read_text()
+
+
+def test_a_rename_failing_part_way_in_place_puts_everything_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Renamed in one by one (force beside the user's files), a failure after the first
+    outputs went in left them there, over the user's file of the same name, and the error
+    said the folder was unchanged."""
+    import tdshap.app.outdir as outdir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "values.csv").write_text("the user's")
+    names = ["values.csv", "result.json", "report.md"]
+    folder = outdir.OutputFolder(out, force=True, known=tuple(names))
+    folder.check([], names)
+    folder.claim()
+    before = snapshot(out)
+
+    def write(stage: Path) -> list[str]:
+        for name in names:
+            (stage / name).write_text("new")
+        return names
+
+    real_replace = os.replace
+
+    def failing(src: Any, dst: Any) -> None:
+        if Path(src).name == "report.md" and outdir.STAGING in str(src):
+            raise OSError(5, "Input/output error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(outdir.os, "replace", failing)
+    with pytest.raises(outdir.OutputError, match="previous contents of the folder are unchanged"):
+        folder.publish(write, {})
+    assert snapshot(out) == before
+    assert (out / "values.csv").read_text() == "the user's"
+    monkeypatch.setattr(outdir.os, "replace", real_replace)
+    folder.publish(write, {})  # and the same set goes in whole once renames work
+    assert (out / "values.csv").read_text() == "new" and (out / "notes.txt").exists()
+    assert "report.md" in json.loads((out / ".tdshap-manifest.json").read_text())["files"]
+    folder.release()
+
+
+def test_force_never_replaces_a_folder_named_as_an_output(work: Path) -> None:
+    (work / "victim" / "values.csv").mkdir()
+    (work / "victim" / "values.csv" / "inside.txt").write_text("mine too")
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "victim",
+                  "--force", *FAST, words=("values.csv", "a folder named as an output"))
+
+
+def test_a_models_n_jobs_beyond_any_machine_is_refused_in_a_line(work: Path) -> None:
+    # joblib tried to start 100,000 threads and failed deep inside ('DummyProcess' object
+    # has no attribute 'terminate'), reported as the trial fits' failure
+    check_refused(work, "clean", "wine.csv", "--target", "target", "--out", "out",
+                  "--model", "rf", "--params", '{"n_jobs": 100000}', "--no-progress",
+                  words=("n_jobs=100000", "at most 1024"))
+
+
+def test_another_commands_outputs_are_named_as_such(
+        work: Path, first_run: Callable[..., Path]) -> None:
+    # demo given a clean run's folder said it "holds files tdshap did not write"
+    first_run("clean")
+    line = check_refused(work, "demo", "--trials", "1", "--out", "out", "--no-progress",
+                         words=("files this command does not write", "another tdshap "
+                                "command's outputs?", "--force"))
+    assert "did not write" not in line

@@ -12,6 +12,7 @@ import pytest
 from sklearn.datasets import make_classification, make_regression
 
 import tdshap
+from tdshap.app.every_row import WITH_VAL
 from tdshap.app.tabular import holdout_split, swapped_split
 
 
@@ -45,6 +46,16 @@ def _noisy(n: int = 240, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray, np.nd
     y[flipped] = 1 - y[flipped]
     index = pd.Index([f"r{i}" for i in range(n)], name="id")
     return pd.DataFrame(X, index=index), y, flipped
+
+
+def test_every_row_with_validation_rows_says_it_adds_nothing() -> None:
+    X, y, _ = _noisy()
+    given = {"X_val": X.iloc[:60], "y_val": y[:60], "cleanse": False}
+    asked = tdshap.find_harmful(X.iloc[60:], y[60:], every_row=True, **given)
+    plain = tdshap.find_harmful(X.iloc[60:], y[60:], **given)
+    assert len(asked.parts) == 1
+    pd.testing.assert_frame_equal(asked.table, plain.table)
+    assert asked.run.data.split_note == plain.run.data.split_note + WITH_VAL
 
 
 def test_every_row_values_each_row_once_in_the_inputs_order() -> None:

@@ -192,6 +192,29 @@ def test_infer_task(values: list, task: str) -> None:
     assert infer_task(pd.Series(values))[0] == task
 
 
+def test_numbers_held_as_python_objects_are_numbers() -> None:
+    # X.astype(object) (or Decimals) made every number a text level: the columns were
+    # dropped as "a different text in every row" and the rows valued without them
+    from decimal import Decimal
+
+    rng = np.random.default_rng(0)
+    num = pd.DataFrame({"a": rng.normal(size=40), "b": np.arange(40.0)})
+    num.loc[3, "a"] = np.nan  # a missing cell leaves the column numeric
+    train = num.astype(object)
+    train["d"] = [Decimal(i) / 4 for i in range(40)]
+    train["big"] = [2**70 + i for i in range(40)]  # beyond int64: Python ints
+    train["t"] = ["x", "y"] * 20
+    enc = TableEncoder(impute=True).fit(train)
+    assert enc.numeric_ == ["a", "b", "d", "big"] and enc.categorical_ == ["t"]
+    plain = TableEncoder(impute=True).fit(num.assign(d=np.arange(40) / 4, t=train["t"]))
+    np.testing.assert_allclose(enc.transform(train)[:, [0, 1, 2]],
+                               plain.transform(num.assign(d=np.arange(40) / 4,
+                                                          t=train["t"]))[:, [0, 1, 2]])
+    # booleans held as objects stay what they were (levels)
+    assert TableEncoder().fit(pd.DataFrame({"f": [True, False] * 5},
+                                           dtype=object)).categorical_ == ["f"]
+
+
 def test_encoder_one_hot_rule_and_unseen_levels() -> None:
     many = [f"L{i:02d}" for i in range(30)]
     train = pd.DataFrame({"num": np.arange(60.0), "few": ["a", "b", "c"] * 20,
