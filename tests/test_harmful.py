@@ -728,3 +728,20 @@ def test_the_settings_line_shows_what_the_method_took() -> None:
                                random_state=3)
     k, n_min = rows.run.settings["k"].value, rows.run.settings["n_min"].value
     assert line(rows) == f"settings: k={k}, n_min={n_min}, max_iter=2, time_budget=60, seed=3"
+
+
+def test_validation_rows_that_are_training_rows_are_warned_of() -> None:
+    # a copy of the training file given as --val was accepted without a word: the cut was
+    # judged on rows the models were trained on
+    X, y = make_classification(120, 5, random_state=0)
+    frame = pd.DataFrame(X)
+    with pytest.warns(UserWarning, match=r"120 of the 120 validation rows are training rows"):
+        tdshap.find_harmful(frame, y, X_val=frame.copy(), y_val=y.copy(), cleanse=False)
+    held = {"X_val": frame.iloc[:40], "y_val": y[:40], "cleanse": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tdshap.find_harmful(frame.iloc[40:], y[40:], **held)  # held out: nothing to say
+        # a few discrete features: rows repeat by nature, in validation too
+        coarse = pd.DataFrame((X[:, :2] > 0).astype(float))
+        tdshap.find_harmful(coarse.iloc[40:], y[40:], X_val=coarse.iloc[:40],
+                            y_val=y[:40], cleanse=False)

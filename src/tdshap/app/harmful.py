@@ -156,6 +156,29 @@ def _check_one_class(labels: np.ndarray, what: str) -> None:
                       f"{what} rows of every class.", UserWarning, stacklevel=3)
 
 
+def _row_hashes(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """One 64-bit hash per row of features and target (equal rows, equal hashes)."""
+    frame = pd.DataFrame(X).assign(_target=pd.Series(y, dtype=object).astype(str).to_numpy())
+    return pd.util.hash_pandas_object(frame, index=False).to_numpy()
+
+
+def _warn_training_rows_held_out(Xa: np.ndarray, ya: np.ndarray, Xo: np.ndarray,
+                                 yo: np.ndarray, what: str) -> None:
+    """Given rows most of which are training rows too (a copy of the training file given
+    as ``--val``): the cut would be judged on rows the models were trained on. Only where
+    the training rows are themselves nearly all distinct: in a table of a few discrete
+    features, rows repeat by nature."""
+    train = _row_hashes(Xa, ya)
+    if len(np.unique(train)) < 0.9 * len(train):
+        return
+    shared = int(np.isin(_row_hashes(Xo, yo), train).sum())
+    if shared > len(yo) / 2:
+        warnings.warn(f"{shared:,} of the {len(yo):,} {what} rows are training rows too (the "
+                      "same features and target): the cut is judged on rows the models were "
+                      f"trained on, so its gain is optimistic; give {what} rows held out "
+                      "from the training rows.", UserWarning, stacklevel=3)
+
+
 def _checked_seed(seed: Any) -> int:
     """``random_state`` checked (it reaches scikit-learn's splits: no None, no Generator)
     and as a Python ``int`` (a numpy integer is not one for JSON)."""
@@ -259,12 +282,14 @@ def prepare(
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
             _check_one_class(yv, "validation")
+        _warn_training_rows_held_out(Xa[train], y_all[train], Xv, yv, "validation")
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:
         Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1, "test data")
         if task == "classification":
             _check_labels(y_all[train], yt, "test")
+        _warn_training_rows_held_out(Xa[train], y_all[train], Xt, yt, "test")
     elif test_rows is not None and len(test_rows):
         Xt, yt = Xa[test_rows], y_all[test_rows]
     else:
