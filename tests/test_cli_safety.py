@@ -916,3 +916,11 @@ def test_another_commands_outputs_are_named_as_such(
                          words=("files this command does not write", "another tdshap "
                                 "command's outputs?", "--force"))
     assert "did not write" not in line
+
+
+@pytest.mark.parametrize("package", ["", "..", "sklearn.ensemble"])
+def test_allow_import_names_a_package(work: Path, package: str) -> None:
+    # '' and '..' were accepted (and trusted nothing); a module path never matched
+    check_refused(work, "clean", "wine.csv", "--target", "target", "--out", "out",
+                  "--allow-import", package, "--no-progress",
+                  words=("--allow-import", "is not a package's name"))

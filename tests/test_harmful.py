@@ -192,6 +192,12 @@ def test_infer_task(values: list, task: str) -> None:
     assert infer_task(pd.Series(values))[0] == task
 
 
+def test_infer_task_counts_large_whole_numbers_exactly() -> None:
+    # counted as floats, two labels beyond 2**53 were "1 distinct whole-number values"
+    task, reason = infer_task(pd.Series([2**62, 2**62 + 1] * 10))
+    assert task == "classification" and reason.startswith("the target has 2 distinct")
+
+
 def test_numbers_held_as_python_objects_are_numbers() -> None:
     # X.astype(object) (or Decimals) made every number a text level: the columns were
     # dropped as "a different text in every row" and the rows valued without them

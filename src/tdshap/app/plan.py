@@ -642,6 +642,11 @@ def plan(
         raise ParameterError(f"max_failed_fraction={max_failed_fraction} must be in [0, 1].",
                              "max_failed_fraction")
     given = set(given or ())
+    for package in allow_import:  # models.import_class trusts a top-level package by name
+        if not (isinstance(package, str) and package.isidentifier()):
+            raise ParameterError(f"`allow_import` {package!r} is not a package's name: give "
+                                 "the top-level package whose models you trust (e.g. "
+                                 "mypackage for mypackage.models:MyModel).", "allow_import")
     o = options or TDShapOptions()
     n = len(data.y_train)
     if model is None or isinstance(model, str):

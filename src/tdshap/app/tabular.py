@@ -292,7 +292,7 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
     """``(task, reason)`` for a target column (rule in the module docstring)."""
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
         return "classification", "the target is not numeric"
-    n_levels = len(np.unique(y.to_numpy(dtype=float)))
+    n_levels = int(y.nunique(dropna=False))  # as floats, 2**62 and 2**62 + 1 were one
     whole = first_fraction(y) is None
     if whole and n_levels <= MAX_CLASSES:
         return "classification", (
