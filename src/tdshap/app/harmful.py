@@ -158,25 +158,25 @@ def _check_one_class(labels: np.ndarray, what: str) -> None:
 
 def _row_hashes(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """One 64-bit hash per row of features and target (equal rows, equal hashes)."""
-    frame = pd.DataFrame(X).assign(_target=pd.Series(y, dtype=object).astype(str).to_numpy())
-    return pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return pd.util.hash_pandas_object(pd.DataFrame(X).assign(_target=y), index=False).to_numpy()
 
 
-def _warn_training_rows_held_out(Xa: np.ndarray, ya: np.ndarray, Xo: np.ndarray,
-                                 yo: np.ndarray, what: str) -> None:
-    """Given rows most of which are training rows too (a copy of the training file given
-    as ``--val``): the cut would be judged on rows the models were trained on. Only where
-    the training rows are themselves nearly all distinct: in a table of a few discrete
-    features, rows repeat by nature."""
+def _warn_training_rows_held_out(Xa: np.ndarray, ya: np.ndarray,
+                                 given: list[tuple[np.ndarray, np.ndarray, str]]) -> None:
+    """Given rows (``(X, y, what)``) most of which are training rows too (a copy of the
+    training file given as ``--val``): the cut would be judged on rows the models were
+    trained on. Only where the training rows are themselves nearly all distinct: in a
+    table of a few discrete features, rows repeat by nature."""
     train = _row_hashes(Xa, ya)
     if len(np.unique(train)) < 0.9 * len(train):
         return
-    shared = int(np.isin(_row_hashes(Xo, yo), train).sum())
-    if shared > len(yo) / 2:
-        warnings.warn(f"{shared:,} of the {len(yo):,} {what} rows are training rows too (the "
-                      "same features and target): the cut is judged on rows the models were "
-                      f"trained on, so its gain is optimistic; give {what} rows held out "
-                      "from the training rows.", UserWarning, stacklevel=3)
+    for Xo, yo, what in given:
+        shared = int(np.isin(_row_hashes(Xo, yo), train).sum())
+        if shared > len(yo) / 2:
+            warnings.warn(f"{shared:,} of the {len(yo):,} {what} rows are training rows too "
+                          "(the same features and target): the cut is judged on rows the "
+                          f"models were trained on, so its gain is optimistic; give {what} "
+                          "rows held out from the training rows.", UserWarning, stacklevel=3)
 
 
 def _checked_seed(seed: Any) -> int:
@@ -282,20 +282,24 @@ def prepare(
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
             _check_one_class(yv, "validation")
-        _warn_training_rows_held_out(Xa[train], y_all[train], Xv, yv, "validation")
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:
         Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1, "test data")
         if task == "classification":
             _check_labels(y_all[train], yt, "test")
-        _warn_training_rows_held_out(Xa[train], y_all[train], Xt, yt, "test")
     elif test_rows is not None and len(test_rows):
         Xt, yt = Xa[test_rows], y_all[test_rows]
     else:
         Xt = yt = None
-    if task == "classification" and len(np.unique(y_all[train])) < 2:
-        only = plain_value(y_all[train][0])
+    X_train, y_train = Xa[train], y_all[train]  # copies: made once
+    given = [(Xv, yv, "validation")] if X_val is not None else []
+    if X_test is not None and Xt is not None and yt is not None:
+        given.append((Xt, yt, "test"))
+    if given:
+        _warn_training_rows_held_out(X_train, y_train, given)
+    if task == "classification" and len(np.unique(y_train)) < 2:
+        only = plain_value(y_train[0])
         if X_val is not None:
             raise ValueError(f"the training rows hold a single class ({only!r}): "
                              "classification needs two.")
@@ -307,12 +311,12 @@ def prepare(
                          f"and test rows are held out; the other classes have too few rows "
                          f"({others}): give more rows of each class, or your own validation "
                          "and test rows. Classification needs two classes.")
-    if task == "regression" and len(np.unique(y_all[train])) < 2:
-        raise ValueError(f"the training rows' target is constant ({y_all[train][0]:g}): every "
+    if task == "regression" and len(np.unique(y_train)) < 2:
+        raise ValueError(f"the training rows' target is constant ({y_train[0]:g}): every "
                          "model predicts it whatever rows it keeps, so no row can help or hurt. "
                          "Give a target that varies.")
     return PreparedData(
-        Xa[train], y_all[train], Xv, yv, Xt, yt, train, X.index[train],
+        X_train, y_train, Xv, yv, Xt, yt, train, X.index[train],
         task, reason, reason == "given", encoder, split_note,
     )
 

@@ -322,6 +322,14 @@ class RunPlan:
     n_jobs: int | None = None
 
 
+def _shared_refits(fits: int, per_fit: float, workers: int) -> tuple[float, str]:
+    """Seconds of ``fits`` refits of ``per_fit`` seconds each, shared among ``workers`` as
+    :class:`~tdshap.utility.subset_fits.SubsetFitter` shares them (where they pay), and
+    " on N workers" where more than one takes them ("" otherwise)."""
+    share = worker_count(workers, fits, fits * per_fit)
+    return fits * per_fit / share, (f" on {share} workers" if share > 1 else "")
+
+
 def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool,
               seed: int, done: dict[str, Any] | None = None,
               n_jobs: int | None = None) -> CostEstimate:
@@ -366,11 +374,10 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     rounds = 0 if max_iter is None else \
         max(max_iter - rounds_done, 0) * tdshap.n_blocks * (k + 1)
     grid = len(removal_grid(n, None, cleanse_fraction(tdshap.estimator, n))) if do_cleanse else 0
-    share = worker_count(effective_n_jobs(n_jobs), grid, grid * per)
+    cuts_s, on = _shared_refits(grid, per, effective_n_jobs(n_jobs))
     return CostEstimate(per, init + rounds, init, grid, timed, resumed=resumed,
-                        path=utility.path_note + (f"; the cut's refits on {share} workers"
-                                                  if share > 1 else ""),
-                        cleansing_seconds=grid * per / share if share > 1 else None)
+                        path=utility.path_note + (f"; the cut's refits{on}" if on else ""),
+                        cleansing_seconds=cuts_s if on else None)
 
 
 #: rows predicted (and searched) when timing a bag before the run; the per-row cost is
@@ -470,30 +477,20 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
     refit_bag = fit_s + predict_s * out_rows
     per_cut = fit_s + predict_s * held
     workers = effective_n_jobs(n_jobs)
-
-    def refits(fits: int) -> float:
-        """Seconds of ``fits`` cuts fitted together: on workers where they pay
-        (tdshap.utility.subset_fits), about a share of each."""
-        return fits * per_cut / worker_count(workers, fits, fits * per_cut)
-
-    def where(fits: int) -> str:
-        share = worker_count(workers, fits, fits * per_cut)
-        return f" on {share} workers" if share > 1 else ""
-
-    refit_cleansing = refits(grid)
-    workers_note = f" ({where(grid).strip()})" if where(grid) else ""
+    refit_cleansing, on = _shared_refits(grid, per_cut, workers)
+    workers_note = f" ({on.strip()})" if on else ""
     if shapley and knn_shapley_problem(estimator) is not None:
         # a k-NN proxy values the rows of another model: the closed form, then a refit of
         # the user's model per cut; where the paper's larger cut is checked
         # (tdshap.cleansing), each validation fold's own curve refits its cuts too
+        folds_s, folds_on = _shared_refits(fold_fits * grid, per_cut, workers)
         check = (f"; checking the paper's larger cut, where it is, refits each of the "
                  f"{fold_fits} folds' own cuts too (up to {fold_fits * grid:,} fits, "
-                 f"{_duration(refits(fold_fits * grid))} more{where(fold_fits * grid)})"
-                 if fold_fits else "")
+                 f"{_duration(folds_s)} more{folds_on})" if fold_fits else "")
         return CostEstimate(
             0.0, 0, 0, grid, 2, setup_seconds=_closed_shapley_seconds(valuer.estimator, X, y,
                                                                       sample, queries),
-            cleansing_seconds=refit_cleansing + refits(fold_fits),
+            cleansing_seconds=refit_cleansing + _shared_refits(fold_fits, per_cut, workers)[0],
             setup_what="the closed form",
             path=(f"exact {knn_step(valuer.estimator).n_neighbors}-NN Shapley of the "
                   f"standardised rows in closed form, a proxy that fits no {_name(estimator)} "
