@@ -192,6 +192,16 @@ def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     assert res.returncode == 2 and "repeats ids" in res.stderr
 
 
+def test_ids_that_differ_by_leading_spaces_are_repeats_and_the_message_says_why(
+        tmp_path: Path) -> None:
+    frame = table()
+    frame.insert(0, "id", [f"{' ' * (i % 2)}{i // 2:03d}" for i in range(len(frame))])
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "id", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "repeats ids (e.g. '000'", "leading spaces")
+
+
 def test_a_text_column_of_row_names_is_not_used_and_names_the_rows_when_asked(
         tmp_path: Path) -> None:
     # a customer id read as a feature: one-hot levels of their own for a few rows at
@@ -625,7 +635,7 @@ def test_clean_writes_every_output(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [
         ".tdshap-manifest.json", "cleaned.csv", "curve.png", "report.md", "result.json",
         "run.tdshap", "values.csv", "values.png"]
-    assert "task classification (inferred: the target is not numeric)" in res.stdout
+    assert "task classification (inferred: the target is not numeric: text)" in res.stdout
     values = pd.read_csv(out / "values.csv")
     assert list(values.columns) == ["id", "value", "ci_low", "ci_high", "n_pulls",
                                     "is_harmful", "removed"]

@@ -198,6 +198,14 @@ def test_infer_task_counts_large_whole_numbers_exactly() -> None:
     assert task == "classification" and reason.startswith("the target has 2 distinct")
 
 
+def test_a_time_target_is_read_as_classes_and_says_how_to_make_it_a_number() -> None:
+    days = pd.Series(pd.to_datetime(["2020-01-01", "2020-01-02"] * 10))
+    for y in (days, days - days.min()):
+        task, reason = infer_task(y)
+        assert task == "classification" and str(y.dtype) in reason and "convert" in reason
+    assert infer_task(pd.Series(["a", "b"]))[1] == "the target is not numeric: text"
+
+
 def test_numbers_held_as_python_objects_are_numbers() -> None:
     # X.astype(object) (or Decimals) made every number a text level: the columns were
     # dropped as "a different text in every row" and the rows valued without them

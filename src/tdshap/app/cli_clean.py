@@ -195,7 +195,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True, help="Rounds after every row was pulled once."),
         click.option("--time-budget", type=FiniteFloatRange(min=0, min_open=True),
                      help="Stop valuing after this many seconds (refused up front when the "
-                     "first pass over the rows alone would take longer)."),
+                     "first pass over the rows alone would take longer; checked between "
+                     "fits, so one fit longer than the budget overruns it)."),
         click.option("--max-failed-fraction", type=FiniteFloatRange(0, 1),
                      default=DEFAULT_MAX_FAILED_FRACTION, show_default=True,
                      help="Stop with an error when more than this share of the valuation's "
@@ -259,6 +260,8 @@ def _part_name(name: str, part: int) -> str:
 UNNAMED_INDEX = "Unnamed: 0"
 #: An id that reads as the same whole number it is written as ("7", not "007", "7.0" or "+7").
 _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
+#: CSV values are read without the spaces that follow a separator (" 007" is "007")
+_SPACES_NOTE = " (a CSV value's leading spaces are not part of it: ' 007' reads as '007')"
 
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
@@ -296,7 +299,7 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             dup = plain_value(ids[ids.duplicated()].iloc[0])
             raise ValueError(f"id column {id_column!r} of {what} {path} repeats ids (e.g. "
                              f"{dup!r}, {int(ids.duplicated().sum())} repeats): ids must be "
-                             "unique.")
+                             f"unique{_SPACES_NOTE if not is_parquet(path) else ''}.")
         if not is_parquet(path) and ids.map(
                 lambda v: isinstance(v, str) and _WHOLE.fullmatch(v) is not None).all():
             ids = pd.to_numeric(ids)  # read as text (tabular.read_table): plain numbers stay so

@@ -288,10 +288,23 @@ def first_fraction(y: pd.Series) -> float | None:
     return float(fractional[0]) if len(fractional) else None
 
 
+def _kind(y: pd.Series) -> str:
+    """What a non-numeric target holds, as the task's reason names it."""
+    if pd.api.types.is_bool_dtype(y):
+        return "booleans"
+    if isinstance(y.dtype, pd.CategoricalDtype):
+        return "categories"
+    if pd.api.types.is_datetime64_any_dtype(y) or pd.api.types.is_timedelta64_dtype(y):
+        # a time read as classes is rarely meant: say how to make it a number instead
+        return (f"{y.dtype} values, each distinct one a class (for regression, convert them "
+                "to numbers, e.g. days since a date, and set the task to regression)")
+    return "text"
+
+
 def infer_task(y: pd.Series) -> tuple[str, str]:
     """``(task, reason)`` for a target column (rule in the module docstring)."""
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
-        return "classification", "the target is not numeric"
+        return "classification", f"the target is not numeric: {_kind(y)}"
     n_levels = int(y.nunique(dropna=False))  # as floats, 2**62 and 2**62 + 1 were one
     whole = first_fraction(y) is None
     if whole and n_levels <= MAX_CLASSES:
