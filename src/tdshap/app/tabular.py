@@ -526,10 +526,12 @@ class TableEncoder:
                     f"column {self.numeric_[col]!r} has a value too large to standardise in "
                     f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
             parts.append(scaled)
+        # all rows: a typo in a held-out row left the training rows' cells all numbers
+        # (and a column of distinct numbers read as text is set aside as row names: the
+        # typo would drop a measurement silently, depending on the seed's split)
+        _check_cells(X, self.categorical_ + self.unused_, what)
+        _check_typos(X, self.categorical_ + self.unused_, what)
         if self.categorical_:
-            _check_cells(X, self.categorical_, what)
-            # all rows: a typo in a held-out row left the training rows' cells all numbers
-            _check_typos(X, self.categorical_, what)
             text = self._filled_text(X[self.categorical_].astype(object))
             self._warn_unseen(text, what)
             parts.append(self._onehot.transform(text))
