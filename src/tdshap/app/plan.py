@@ -195,8 +195,26 @@ def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
                     "pipeline's last step) and X as it is.", "model")
 
 
-def _check_metric(metric: Any, data: PreparedData) -> None:
-    """Refuse a metric of the other task, or one that cannot score the validation rows."""
+def _response_problem(spec: Any, estimator: Any) -> str | None:
+    """Why ``estimator`` cannot give what the scorer ``spec`` reads (``predict_proba``,
+    ``decision_function``), or None. Checked before the run: every fit of the cut would
+    fail only after the valuation, which does not read them."""
+    wanted = getattr(spec.scorer, "_response_method", None)
+    if wanted is None:
+        return None
+    methods = (wanted,) if isinstance(wanted, str) else tuple(wanted)
+    if any(hasattr(estimator, m) for m in methods):
+        return None
+    params: dict[str, Any] = getattr(estimator, "get_params", dict)()
+    hint = (" (an SVM gives probabilities with `params` {\"probability\": true})"
+            if "probability" in params else "")
+    return (f"needs the model's {' or '.join(methods)}, which {type(estimator).__name__} "
+            f"does not have{hint}")
+
+
+def _check_metric(metric: Any, data: PreparedData, estimator: Any = None) -> None:
+    """Refuse a metric of the other task, one the model cannot give what it reads, or one
+    that cannot score the validation rows."""
     from tdshap.utility.base import scoring_problem
     from tdshap.utility.metrics import metric_task, resolve_metric
 
@@ -214,11 +232,13 @@ def _check_metric(metric: Any, data: PreparedData) -> None:
         raise ParameterError(f"`metric` {spec.name!r} is for {task}, but the task is "
                              f"{data.task}: use e.g. {usual}, or leave `metric` out.",
                              "metric", "task")
-    problem = scoring_problem(spec, data.y_train, data.X_val, data.y_val,
-                              data.task == "classification")
+    problem = _response_problem(spec, estimator) or scoring_problem(
+        spec, data.y_train, data.X_val, data.y_val, data.task == "classification")
+    if problem and spec.name == "roc_auc" and len(np.unique(data.y_train)) > 2:
+        problem += " (for more than two classes: roc_auc_ovr or roc_auc_ovo)"
     if problem:
         raise ParameterError(f"`metric` {spec.name!r} {problem}; choose another metric.",
-                             "metric")
+                             "metric", "params")
 
 
 @dataclass
@@ -659,7 +679,7 @@ def plan(
     _check_column_names(estimator, data.encoder)
     if metric is None:
         metric = "accuracy" if data.task == "classification" else "neg_mae"
-    _check_metric(metric, data)
+    _check_metric(metric, data, estimator)
     check_rule(cut, "cut")  # find_harmful's name for it (its error said rule='one-se')
     try:
         check_n_jobs(n_jobs, optional=True)
