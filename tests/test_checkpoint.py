@@ -45,6 +45,8 @@ def test_resuming_a_finished_run_with_a_larger_budget_equals_one_long_run(
     info = checkpoint_info(path)
     assert info["finished"] and info["rounds"] == 5
     assert info["counters"]["n_fits"] == short.result_.n_fits
+    # the result's settings name the file as a path (it was "PosixPath('...')")
+    assert short.result_.config["checkpoint"] == str(path)
     with pytest.warns(UserWarning, match="n_blocks=1"):  # more workers than chains per round
         longer = _fit(d, max_iter=12, checkpoint=path, resume=True, n_jobs=2,
                       backend="threading")

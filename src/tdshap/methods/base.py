@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -115,6 +116,8 @@ class BaseValuation(BaseEstimator):
         for k, v in self.get_params(deep=False).items():
             if isinstance(v, str | int | float | bool) or v is None:
                 out[k] = v
+            elif isinstance(v, os.PathLike):  # a checkpoint's path, not "PosixPath('...')"
+                out[k] = os.fspath(v)
             else:
                 out[k] = repr(v)
         return out
