@@ -206,6 +206,19 @@ def test_a_time_target_is_read_as_classes_and_says_how_to_make_it_a_number() -> 
     assert infer_task(pd.Series(["a", "b"]))[1] == "the target is not numeric: text"
 
 
+def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
+    from tdshap.app.tabular import check_target
+
+    y = np.random.default_rng(0).normal(size=50)
+    # at 1e-90 every interval was a point and every lead "inf SE": rows were removed that
+    # the same data in units of 1 kept
+    with pytest.raises(ValueError, match=r"differ by at most .*e-90, too little to square "
+                       r"twice .*multiply it by 1e90"):
+        check_target(pd.Series(y * 1e-90, name="y"), "regression")
+    assert np.array_equal(check_target(pd.Series(y * 1e-55), "regression"), y * 1e-55)
+    assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
+
+
 def test_numbers_held_as_python_objects_are_numbers() -> None:
     # X.astype(object) (or Decimals) made every number a text level: the columns were
     # dropped as "a different text in every row" and the rows valued without them

@@ -60,6 +60,8 @@ from sklearn.preprocessing import OneHotEncoder
 from tdshap._validation import ParameterError, check_number
 
 MAX_LEVELS = 20
+#: a regression target whose values differ by less is refused (see check_target)
+SMALLEST_TARGET_SPREAD = 1e-60
 MAX_CLASSES = 20
 MOSTLY_NUMERIC_PERCENT = 90
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -353,6 +355,15 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
         if largest > np.sqrt(np.finfo(float).max / max(len(values), 1)) / 2:
             raise ValueError(f"target column {name!r} has values too large to square (up to "
                              f"{largest:.3g}): rescale it, e.g. to other units or a logarithm.")
+        # at the other end: the variance of a squared error is the spread to the fourth
+        # power, below the smallest float from about 1e-77 on: every interval was then a
+        # point and every lead "inf SE" (a 1e-90 target removed rows a 1.0 target kept)
+        spread = float(np.ptp(values)) if len(values) else 0.0
+        if 0 < spread < SMALLEST_TARGET_SPREAD:
+            raise ValueError(f"target column {name!r} has values that differ by at most "
+                             f"{spread:.3g}, too little to square twice in floating point: "
+                             "rescale it, e.g. to other units (multiply it by "
+                             f"1e{int(np.ceil(-np.log10(spread)))}, say).")
         return values
     kinds = {isinstance(v, str) for v in y.to_numpy()} if y.dtype == object else set()
     if len(kinds) > 1:
