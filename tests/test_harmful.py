@@ -219,6 +219,23 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
 
 
+def test_labels_a_file_reader_changes_are_named_in_the_error() -> None:
+    from tdshap.app.tabular import check_target
+
+    # pandas reads a class "NA" as missing: "drop those rows" alone would drop a class
+    with pytest.raises(ValueError, match=r"missing values .* NA, N/A, null, None, NaN .* "
+                       r"e\.g\. 'N\.A\.'"):
+        check_target(pd.Series(["EU", None] * 5, name="y"), "classification")
+    with pytest.raises(ValueError, match=r"missing values .* NA, N/A"):
+        TableEncoder().fit(pd.DataFrame({"region": ["EU", None] * 5, "x": range(10)}))
+    # "00123" and "123" were one class, with no word of why
+    with pytest.raises(ValueError, match=r"single class \(123\).*prefix codes with a letter"):
+        check_target(pd.Series([123, 123] * 5, name="y"), "classification")
+    with pytest.raises(ValueError, match=r"single class \('a'\): classification needs at "
+                       r"least two\.$"):
+        check_target(pd.Series(["a"] * 10, name="y"), "classification")
+
+
 def test_numbers_held_as_python_objects_are_numbers() -> None:
     # X.astype(object) (or Decimals) made every number a text level: the columns were
     # dropped as "a different text in every row" and the rows valued without them

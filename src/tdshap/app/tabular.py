@@ -60,6 +60,9 @@ from sklearn.preprocessing import OneHotEncoder
 from tdshap._validation import ParameterError, check_number
 
 MAX_LEVELS = 20
+#: why a text column may hold missing values its file seems not to have
+_MISSING_MARKERS = (" (a file's cells NA, N/A, null, None, NaN and empty ones are read as "
+                    "missing: a class or level of such a name needs another, e.g. 'N.A.')")
 #: a regression target whose values differ by less is refused (see check_target)
 SMALLEST_TARGET_SPREAD = 1e-60
 MAX_CLASSES = 20
@@ -332,7 +335,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
         raise ParameterError(
             f"target column {name!r} has {n} missing value{'s' if n != 1 else ''} in the {what} "
             f"(first at data row {first}); drop those rows (`impute` never fills the "
-            "target).", "impute"
+            f"target){_MISSING_MARKERS if _is_text(y.dtype) else ''}.", "impute"
         )
     numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
     if numeric and not pd.api.types.is_complex_dtype(y):
@@ -380,9 +383,13 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
     if pd.api.types.is_complex_dtype(y):
         raise ValueError(f"target column {name!r} holds complex numbers: it cannot be a label.")
     if y.nunique() < min_classes:
+        # labels a file gave as digits are read as numbers: "007" and "7" are one class
+        merged = (" (a file's labels are read as numbers where they all are: '007' and '7', "
+                  "or two integers beyond 2**64, are one; prefix codes with a letter to keep "
+                  "them apart)" if pd.api.types.is_numeric_dtype(y) else "")
         raise ValueError(
             f"target column {name!r} has a single class ({plain_value(y.iloc[0])!r}): "
-            "classification needs at least two."
+            f"classification needs at least two{merged}."
         )
     return y.to_numpy()
 
@@ -508,7 +515,7 @@ class TableEncoder:
                 f"column {col!r} has {n} missing value{'s' if n != 1 else ''} in the "
                 f"{what}{more}: "
                 "fill them, or pass `impute` (median for numbers, most frequent level for "
-                "text).", "impute"
+                f"text){_MISSING_MARKERS if _is_text(X[col].dtype) else ''}.", "impute"
             )
 
     def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
