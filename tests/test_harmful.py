@@ -806,3 +806,13 @@ def test_a_metric_the_model_cannot_give_is_refused_before_the_run() -> None:
     # scikit-learn's "multi_class must be in ('ovo', 'ovr')" named no metric that works
     with pytest.raises(ValueError, match=r"roc_auc_ovr or roc_auc_ovo"):
         tdshap.find_harmful(X, y, LogisticRegression(), metric="roc_auc")
+
+
+def test_a_probability_metric_on_validation_classes_no_training_row_has_is_refused() -> None:
+    X, y = make_classification(120, 5, n_informative=3, n_classes=3, random_state=0)
+    Xv, yv = X[:30], np.where(np.arange(30) < 5, 7, y[:30])  # class 7: in no training row
+    # scikit-learn's "y_true contains values ... not belonging to the passed labels"
+    with pytest.raises(ValueError, match=r"1 of their classes are in no training row "
+                       r"\(e\.g\. 7\), so the model gives them none"):
+        tdshap.find_harmful(X[30:], y[30:], LogisticRegression(), X_val=Xv, y_val=yv,
+                            metric="neg_log_loss")

@@ -83,6 +83,25 @@ def test_probability_metrics_survive_the_constant_fallback(metric: str) -> None:
     assert np.isfinite(r.values).all()
 
 
+@pytest.mark.parametrize(("metric", "loss"), [("neg_log_loss", "log_loss"),
+                                            ("neg_brier_score", "brier_score_loss")])
+def test_probability_losses_score_rows_that_lack_a_class_of_the_model(metric: str,
+                                                                      loss: str) -> None:
+    import sklearn.metrics
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 2)), np.repeat([0, 1, 2], 20)
+    model = LogisticRegression().fit(X, y)
+    spec = resolve_metric(metric)
+    # scikit-learn's scorer took the classes from the rows: "different number of classes"
+    Xv, yv = X[:40], y[:40]  # classes 0 and 1 only
+    expected = -getattr(sklearn.metrics, loss)(yv, model.predict_proba(Xv), labels=[0, 1, 2])
+    assert spec.score(model, Xv, yv) == pytest.approx(expected)
+    # with every class present it scores as scikit-learn's scorer does
+    assert spec.score(model, X, y) == pytest.approx(sklearn.metrics.get_scorer(metric)(
+        model, X, y))
+
+
 def test_auto_method_is_thresholding_data_oob_and_tdshap_keeps_the_metric() -> None:
     assert choose_method(KNeighborsClassifier(), "auto")[0] == "tdoob"
     assert choose_method(DecisionTreeClassifier(), "auto")[0] == "tdoob"

@@ -25,7 +25,7 @@ from sklearn.base import is_classifier, is_regressor
 from tdshap._validation import ParameterError, check_estimator, check_number
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
-from tdshap.app.tabular import TableEncoder
+from tdshap.app.tabular import TableEncoder, plain_value
 from tdshap.app.valuer import make_valuer
 from tdshap.cleansing import cleanse
 from tdshap.cut import DEFAULT_N_BOOTSTRAP, check_rule
@@ -212,6 +212,22 @@ def _response_problem(spec: Any, estimator: Any) -> str | None:
             f"does not have{hint}")
 
 
+def _unseen_class_problem(spec: Any, data: PreparedData) -> str | None:
+    """A probability scorer cannot score validation rows of a class no training row has
+    (the model gives it no column), or None; scikit-learn said "y_true contains values
+    ... not belonging to the passed labels"."""
+    if data.task != "classification" or \
+            getattr(spec.scorer, "_response_method", None) != "predict_proba":
+        return None
+    unseen = np.setdiff1d(np.unique(data.y_val), np.unique(data.y_train))
+    if not len(unseen):
+        return None
+    return (f"scores the probability of each validation row's class, but {len(unseen)} of "
+            "their classes are in no training row (e.g. "
+            f"{plain_value(unseen[0])!r}), so the model gives them none: give more rows per "
+            "class, or a metric of the predicted labels (accuracy)")
+
+
 def _check_metric(metric: Any, data: PreparedData, estimator: Any = None) -> None:
     """Refuse a metric of the other task, one the model cannot give what it reads, or one
     that cannot score the validation rows."""
@@ -232,8 +248,9 @@ def _check_metric(metric: Any, data: PreparedData, estimator: Any = None) -> Non
         raise ParameterError(f"`metric` {spec.name!r} is for {task}, but the task is "
                              f"{data.task}: use e.g. {usual}, or leave `metric` out.",
                              "metric", "task")
-    problem = _response_problem(spec, estimator) or scoring_problem(
-        spec, data.y_train, data.X_val, data.y_val, data.task == "classification")
+    problem = _response_problem(spec, estimator) or _unseen_class_problem(spec, data) or \
+        scoring_problem(spec, data.y_train, data.X_val, data.y_val,
+                        data.task == "classification")
     if problem and spec.name == "roc_auc" and len(np.unique(data.y_train)) > 2:
         problem += " (for more than two classes: roc_auc_ovr or roc_auc_ovo)"
     if problem:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import is_classifier
-from sklearn.metrics import get_scorer, get_scorer_names
+from sklearn.metrics import brier_score_loss, get_scorer, get_scorer_names, log_loss
 
 PredictionMetric = Callable[[np.ndarray, np.ndarray], float]
 Scorer = Callable[[Any, np.ndarray, np.ndarray], float]
@@ -97,6 +97,29 @@ def _true_class_proba_scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> fl
     """
     return float(np.mean(row_scores(estimator, X, y, TRUE_CLASS_PROBA)))
 
+
+class _ProbabilityLoss:
+    """``neg_log_loss`` / ``neg_brier_score`` against the model's own classes.
+
+    scikit-learn's scorers take the classes from the rows scored, so validation rows
+    that lack one of the training classes (many classes, few rows each) could not be
+    scored at all ("y_true and y_prob contain different number of classes ... provide
+    the true labels explicitly"); given every class they score alike.
+    """
+
+    _response_method = "predict_proba"  # what the model must give (plan checks it)
+
+    def __init__(self, loss: Callable[..., float]) -> None:
+        self.loss = loss
+
+    def __call__(self, estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
+        proba = estimator.predict_proba(X)
+        classes = getattr(estimator, "classes_", None)
+        return -float(self.loss(y, proba, labels=None if classes is None else list(classes)))
+
+
+_PROBABILITY_LOSSES = {"neg_log_loss": _ProbabilityLoss(log_loss),
+                       "neg_brier_score": _ProbabilityLoss(brier_score_loss)}
 
 # name -> (prediction metric, task, how the width of one marginal is bounded)
 _BUILTIN: dict[str, tuple[PredictionMetric, str, str | None]] = {
@@ -194,6 +217,8 @@ def resolve_metric(metric: str | Callable[..., float]) -> MetricSpec:
             return MetricSpec(name, _prediction_scorer(fn), fn, bound)
         if name == TRUE_CLASS_PROBA:
             return MetricSpec(name, _true_class_proba_scorer, None, "accuracy")
+        if name in _PROBABILITY_LOSSES:
+            return MetricSpec(name, _PROBABILITY_LOSSES[name], None, None)
         if name in get_scorer_names():
             return MetricSpec(name, get_scorer(name), None, None)
         raise ValueError(
