@@ -315,6 +315,20 @@ def test_a_numeric_column_with_a_few_typos_is_refused_naming_the_cells() -> None
         TableEncoder().fit(train)
 
 
+@pytest.mark.parametrize("distinct", [True, False])
+def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
+    # a different one in every row: set aside as "row names"; else one-hot levels; silently
+    cells = [f"{1000 + 7 * i if distinct else 1000 + i % 3:,}" for i in range(40)]
+    cells[5] = "999"
+    train = pd.DataFrame({"income": cells, "colour": ["red", "blue"] * 20})
+    with pytest.raises(ValueError, match=r"column 'income' of the training data holds numbers "
+                       r"written with thousands separators \('1,0\d\d' in row 0, and 38 more\)"
+                       r": remove the separators"):
+        TableEncoder().fit(train)
+    # text that merely holds commas is text
+    TableEncoder().fit(pd.DataFrame({"name": [f"Doe, J{i % 5}" for i in range(40)]}))
+
+
 def test_text_id_and_declared_category_columns_are_still_one_hot() -> None:
     cells = _heights()
     cells[3] = "?"

@@ -44,6 +44,7 @@ from __future__ import annotations
 import csv
 import io
 import numbers
+import re
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -657,6 +658,7 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
         present = col[col.notna()]
         bad = pd.to_numeric(present, errors="coerce").isna().to_numpy()
         n_bad = int(bad.sum())
+        _check_grouped(c, present, bad, what)
         if not n_bad or 100 * (len(present) - n_bad) < MOSTLY_NUMERIC_PERCENT * len(present):
             continue
         cells = ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
@@ -667,6 +669,28 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
             "in a DataFrame) to make them missing values, which `impute` fills; a column "
             "meant as text must be text throughout (e.g. prefix codes with a letter, or in "
             "Python give it as a pandas category).", "impute")
+
+
+#: a number written with thousands separators: "3,456", "-1,234,567.5"
+_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?")
+
+
+def _check_grouped(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> None:
+    """Refuse a text column of numbers written with thousands separators: read as text, it
+    became levels, or (a different one in every row) was set aside as row names."""
+    if not bad.any():
+        return
+    grouped = np.array([isinstance(v, str) and _GROUPED.fullmatch(v.strip()) is not None
+                        for v in present[bad]])
+    if not grouped.any() or \
+            100 * (len(present) - int((~grouped).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
+        return
+    first = int(np.flatnonzero(bad)[np.argmax(grouped)])
+    raise ParameterError(
+        f"column {c!r} of the {what} holds numbers written with thousands separators "
+        f"({present.iloc[first]!r:.40} in row {present.index[first]}, and "
+        f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
+        "they are read as numbers; a column meant as text must be text throughout.", "X")
 
 
 def _check_finite(num: pd.DataFrame) -> None:
