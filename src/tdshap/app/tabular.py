@@ -23,10 +23,11 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       column exists);
     * a text column whose non-missing cells are numbers but for a few (at
       least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
-      refused, naming the cells: a typo would otherwise turn a measurement into
-      levels. Missing-value markers the reader knows (empty, ``NA``, ``n/a``,
-      ``null``...) are missing values, not typos; a ``pandas`` category column
-      is taken as text as it is;
+      refused, naming the cells (every row's, the held-out ones too): a typo would
+      otherwise turn a measurement into levels. So is a column of numbers written with
+      thousands separators (``3,456``). Missing-value markers the reader knows (empty,
+      ``NA``, ``n/a``, ``null``...) are missing values, not typos; a ``pandas`` category
+      column is taken as text as it is;
     * a text column with a different value in each of more than ``MAX_LEVELS``
       training rows (an id, a name) is not used, with a warning: no row shares its
       level, so it would only set apart the few rows whose level got a column of
