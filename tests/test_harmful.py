@@ -329,6 +329,17 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     TableEncoder().fit(pd.DataFrame({"name": [f"Doe, J{i % 5}" for i in range(40)]}))
 
 
+def test_a_text_column_mostly_of_numbers_is_levels_with_a_warning() -> None:
+    cells = [str(i) if i % 7 else "abc" for i in range(40)]  # 85% numbers: below the typo rule
+    with pytest.warns(UserWarning, match=r"column 'm' is 85% numbers and the rest text: it is "
+                      "encoded as levels"):
+        enc = TableEncoder().fit(pd.DataFrame({"m": cells, "x": range(40)}))
+    assert enc.categorical_ == ["m"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # codes half numbers, half text: no word
+        TableEncoder().fit(pd.DataFrame({"code": ["1", "2", "x", "y"] * 10, "x": range(40)}))
+
+
 def test_text_id_and_declared_category_columns_are_still_one_hot() -> None:
     cells = _heights()
     cells[3] = "?"

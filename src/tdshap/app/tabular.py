@@ -25,9 +25,10 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
-      thousands separators (``3,456``). Missing-value markers the reader knows (empty,
-      ``NA``, ``n/a``, ``null``...) are missing values, not typos; a ``pandas`` category
-      column is taken as text as it is;
+      thousands separators (``3,456``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
+      numbers but fewer than that is levels, with a warning. Missing-value markers the
+      reader knows (empty, ``NA``, ``n/a``, ``null``...) are missing values, not typos; a
+      ``pandas`` category column is taken as text as it is;
     * a text column with a different value in each of more than ``MAX_LEVELS``
       training rows (an id, a name) is not used, with a warning: no row shares its
       level, so it would only set apart the few rows whose level got a column of
@@ -449,6 +450,7 @@ class TableEncoder:
                 )
         _check_cells(X, self.categorical_, "training data")
         _check_typos(X, self.categorical_, "training data")
+        _warn_partly_numeric(X, self.categorical_)
         self.unused_ = _row_names(X, self.categorical_, self.max_levels)
         if self.unused_:
             self.categorical_ = [c for c in self.categorical_ if c not in self.unused_]
@@ -670,6 +672,28 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
             "in a DataFrame) to make them missing values, which `impute` fills; a column "
             "meant as text must be text throughout (e.g. prefix codes with a letter, or in "
             "Python give it as a pandas category).", "impute")
+
+
+#: a text column with at least this share of numbers (but fewer than
+#: MOSTLY_NUMERIC_PERCENT) is encoded as levels with a warning
+PARTLY_NUMERIC_PERCENT = 75
+
+
+def _warn_partly_numeric(X: pd.DataFrame, columns: list[str]) -> None:
+    """Warn of a text column that is half numbers or more: its numbers become levels (a
+    measurement with many text cells, or codes? only the user knows)."""
+    for c in columns:
+        col = X[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            continue
+        present = col[col.notna()]
+        share = 100 * float(pd.to_numeric(present, errors="coerce").notna().mean()) \
+            if len(present) else 0.0
+        if PARTLY_NUMERIC_PERCENT <= share < 100:  # all numbers: see _check_typos
+            warnings.warn(f"column {c!r} is {share:.0f}% numbers and the rest text: it is "
+                          "encoded as levels, one per value, not as a number; if it is a "
+                          "measurement, correct or blank its text cells.", UserWarning,
+                          stacklevel=3)
 
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"
