@@ -825,8 +825,8 @@ def test_a_metric_the_model_cannot_give_is_refused_before_the_run() -> None:
     X, y = make_classification(120, 5, n_informative=3, n_classes=3, random_state=0)
     # every fit of the cut failed (SVC has no predict_proba), but only after the valuation
     with pytest.raises(ValueError, match=r"`metric` 'neg_log_loss' needs the model's "
-                       r"predict_proba, which SVC does not have \(an SVM gives probabilities "
-                       r"with `params` \{\"probability\": true\}\)"):
+                       r"predict_proba, which SVC does not have \(an SVM gives them with "
+                       r"probability=True: `params` \{\"probability\": true\}\)"):
         tdshap.find_harmful(X, y, SVC(), metric="neg_log_loss")
     # scikit-learn's "multi_class must be in ('ovo', 'ovr')" named no metric that works
     with pytest.raises(ValueError, match=r"roc_auc_ovr or roc_auc_ovo"):

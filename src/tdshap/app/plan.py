@@ -206,7 +206,7 @@ def _response_problem(spec: Any, estimator: Any) -> str | None:
     if any(hasattr(estimator, m) for m in methods):
         return None
     params: dict[str, Any] = getattr(estimator, "get_params", dict)()
-    hint = (" (an SVM gives probabilities with `params` {\"probability\": true})"
+    hint = (" (an SVM gives them with probability=True: `params` {\"probability\": true})"
             if "probability" in params else "")
     return (f"needs the model's {' or '.join(methods)}, which {type(estimator).__name__} "
             f"does not have{hint}")

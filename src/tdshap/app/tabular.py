@@ -26,9 +26,9 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
       thousands separators (``3,456``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
-      numbers but fewer than that is levels, with a warning. Missing-value markers the
-      reader knows (empty, ``NA``, ``n/a``, ``null``...) are missing values, not typos; a
-      ``pandas`` category column is taken as text as it is;
+      numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
+      Missing-value markers the reader knows (empty, ``NA``, ``n/a``, ``null``...) are
+      missing values, not typos; a ``pandas`` category column is taken as text as it is;
     * a text column with a different value in each of more than ``MAX_LEVELS``
       training rows (an id, a name) is not used, with a warning: no row shares its
       level, so it would only set apart the few rows whose level got a column of
@@ -680,8 +680,8 @@ PARTLY_NUMERIC_PERCENT = 75
 
 
 def _warn_partly_numeric(X: pd.DataFrame, columns: list[str]) -> None:
-    """Warn of a text column that is half numbers or more: its numbers become levels (a
-    measurement with many text cells, or codes? only the user knows)."""
+    """Warn of a text column of ``PARTLY_NUMERIC_PERCENT`` % numbers or more: its numbers
+    become levels (a measurement with many text cells, or codes? only the user knows)."""
     for c in columns:
         col = X[c]
         if isinstance(col.dtype, pd.CategoricalDtype):
