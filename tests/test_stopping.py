@@ -63,8 +63,11 @@ def test_absolute_rule_fires_once_values_stop_moving():
     ({"atol": 0.0}, "atol=0.0 must be > 0"),
     ({"rtol": -1.0}, "rtol=-1.0 must be a number >= 0"),
     ({"max_rounds": 2.5}, "max_iter=2.5 must be a whole number"),
-    ({"time_budget": 0}, "time_budget=0 must be > 0"),
-    ({"time_budget": True}, "time_budget=True must be > 0"),  # was a 1-second budget
+    ({"time_budget": 0}, "time_budget=0 must be a finite number of seconds > 0"),
+    # was a 1-second budget
+    ({"time_budget": True}, "time_budget=True must be a finite number of seconds > 0"),
+    # with max_iter=None it ran forever
+    ({"time_budget": float("inf"), "max_rounds": None}, "time_budget=inf must be a finite"),
     ({"atol": 0.1, "atol_window": 0}, "atol_window=0"),
     ({}, "No stopping criterion: set at least one of max_iter, time_budget, atol or rtol"),
 ])

@@ -225,10 +225,12 @@ def build_stopping(
         parts.append(MaxIterations(int(max_rounds)))
     if time_budget is not None:
         # True is an int: it was a budget of 1 second, silently
+        # inf passed for a limit and, with max_iter=None, ran forever
         if isinstance(time_budget, bool | np.bool_) or not (
-                isinstance(time_budget, int | float | np.number) and time_budget > 0):
-            raise ValueError(f"time_budget={time_budget!r} must be > 0 seconds, or None "
-                             "for no limit on time.")
+                isinstance(time_budget, int | float | np.number) and time_budget > 0
+                and np.isfinite(time_budget)):
+            raise ValueError(f"time_budget={time_budget!r} must be a finite number of "
+                             "seconds > 0, or None for no limit on time.")
         parts.append(TimeBudget(time_budget))
     if atol is not None:
         if not (isinstance(atol, int | float | np.number) and atol > 0):
