@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from sklearn.linear_model import Ridge
@@ -116,6 +118,34 @@ def test_an_edited_checkpoint_is_refused(data, tmp_path, changes):
     _fit(data, max_permutations=8, checkpoint=path)
     _edit(path, **changes)
     with pytest.raises(ValueError, match=r"tmc.tdshap' is damaged or was edited: array"):
+        _fit(data, checkpoint=path, resume=True)
+
+
+def _rng_field(*path: str, value: object):
+    def edit(rng: dict) -> dict:
+        out = copy.deepcopy(rng)
+        inner = out
+        for key in path[:-1]:
+            inner = inner[key]
+        inner[path[-1]] = value
+        return out
+    return edit
+
+
+@pytest.mark.parametrize("edit", [
+    # numpy took each (1.5 as 1, true as 1, any int as "has a spare draw"): the resumed run
+    # drew other permutations than the saved state would have, without a word
+    _rng_field("state", "state", value=1.5), _rng_field("state", "inc", value=True),
+    _rng_field("has_uint32", value=-1), _rng_field("uinteger", value=2.0),
+], ids=["fractional-state", "bool-inc", "negative-flag", "float-spare"])
+def test_a_checkpoint_whose_generator_state_numpy_would_coerce_is_refused(data, tmp_path,
+                                                                         edit):
+    path = tmp_path / "tmc.tdshap"
+    _fit(data, max_permutations=8, checkpoint=path)
+    meta, _ = read_checkpoint(path)
+    _edit(path, rng=edit(meta["rng"]))
+    with pytest.raises(ValueError, match=r"field 'rng' is not a state of PCG64 as numpy "
+                       r"saves one"):
         _fit(data, checkpoint=path, resume=True)
 
 
