@@ -160,6 +160,13 @@ def test_resume_input_errors(breast_cancer_small, tmp_path):
         _model(resume=tmp_path / "missing.tdshap").fit(*args)
     with pytest.raises(ValueError, match="checkpoint="):
         _model(resume=True).fit(*args)
+    # a folder, a pipe, a link to nothing: there, but "no such checkpoint file" said not
+    pipe, dangling = tmp_path / "pipe.tdshap", tmp_path / "dangling.tdshap"
+    os.mkfifo(pipe)
+    dangling.symlink_to(tmp_path / "nowhere")
+    for odd in (tmp_path, pipe, dangling):
+        with pytest.raises(ValueError, match=r"is not a regular file \(a folder, a pipe"):
+            _model(resume=odd).fit(*args)
     junk = tmp_path / "junk.tdshap"
     junk.write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="not a tdshap checkpoint"):

@@ -295,6 +295,9 @@ def plan_resume(resume: Any, checkpoint: Any) -> ResumePlan:
     if not isinstance(resume, str | os.PathLike):
         raise ValueError(f"resume={resume!r} must be True, a checkpoint file's path, or None.")
     path = Path(resume)
+    if os.path.lexists(path) and not path.is_file():  # a folder, a pipe, a dangling link
+        raise ValueError(f"resume={str(resume)!r} is not a regular file (a folder, a pipe or a "
+                         "link to nothing): give the path of a checkpoint file.")
     if not path.is_file():
         raise ValueError(
             f"resume={str(resume)!r}: no such checkpoint file. Pass resume=True to continue "
