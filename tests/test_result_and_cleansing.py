@@ -50,6 +50,13 @@ def test_loading_a_future_format_is_refused(tmp_path):
         ValuationResult.load(p)
 
 
+@pytest.mark.parametrize("path", [3, None, b"r.json"])
+def test_loading_from_something_not_a_path_names_it(path):
+    # pathlib's "argument should be a str or an os.PathLike object ..., not 'int'"
+    with pytest.raises(TypeError, match=r"path=.* must be a file's path \(a str or a Path\)"):
+        ValuationResult.load(path)
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     ({"variances": [-1.0] * 4}, "counts and variances must not be negative"),
     ({"harmful": ["no"] * 4}, "harmful must be true/false, not 'no'"),

@@ -406,6 +406,8 @@ class ValuationResult:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ValuationResult:
         """Read a result written by :meth:`save` (:class:`ResultFileError` if it is not one)."""
+        if not isinstance(path, str | os.PathLike):  # Path(3): pathlib's bare TypeError
+            raise TypeError(f"path={path!r} must be a file's path (a str or a Path).")
         path = Path(path)
         if path.suffix not in (".json", ".npz"):
             raise ValueError(f"cannot load {path}: expected a .json or .npz file.")
