@@ -449,8 +449,7 @@ class TableEncoder:
                     "convert it to numbers or text, or drop it."
                 )
         _check_cells(X, self.categorical_, "training data")
-        _check_typos(X, self.categorical_, "training data")
-        _warn_partly_numeric(X, self.categorical_)
+        _check_typos(X, self.categorical_, "training data", warn_partly=True)
         self.unused_ = _row_names(X, self.categorical_, self.max_levels)
         if self.unused_:
             self.categorical_ = [c for c in self.categorical_ if c not in self.unused_]
@@ -651,9 +650,17 @@ def _warn_row_names(columns: list[str], alone: bool) -> None:
                   UserWarning, stacklevel=4)
 
 
-def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
+#: a text column with at least this share of numbers (but fewer than
+#: MOSTLY_NUMERIC_PERCENT) is encoded as levels with a warning
+PARTLY_NUMERIC_PERCENT = 75
+
+
+def _check_typos(X: pd.DataFrame, columns: list[str], what: str,
+                 warn_partly: bool = False) -> None:
     """Refuse a text column that is numbers but for a few cells: likely typos, which
-    would silently make the column one-hot levels instead of a number."""
+    would silently make the column one-hot levels instead of a number. ``warn_partly``
+    (at fit): warn of one of ``PARTLY_NUMERIC_PERCENT`` % numbers or more, whose numbers
+    become levels (a measurement with many text cells, or codes? only the user knows)."""
     for c in columns:
         col = X[c]
         if isinstance(col.dtype, pd.CategoricalDtype):  # declared as levels by the user
@@ -662,7 +669,15 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
         bad = pd.to_numeric(present, errors="coerce").isna().to_numpy()
         n_bad = int(bad.sum())
         _check_grouped(c, present, bad, what)
-        if not n_bad or 100 * (len(present) - n_bad) < MOSTLY_NUMERIC_PERCENT * len(present):
+        if not n_bad:  # all numbers (or none present): nothing to say
+            continue
+        share = 100 * (len(present) - n_bad) / len(present)
+        if share < MOSTLY_NUMERIC_PERCENT:
+            if warn_partly and share >= PARTLY_NUMERIC_PERCENT:
+                warnings.warn(f"column {c!r} is {share:.0f}% numbers and the rest text: it is "
+                              "encoded as levels, one per value, not as a number; if it is a "
+                              "measurement, correct or blank its text cells.", UserWarning,
+                              stacklevel=3)
             continue
         cells = ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
                           for i in np.flatnonzero(bad)[:3]) + (", ..." if n_bad > 3 else "")
@@ -672,28 +687,6 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str) -> None:
             "in a DataFrame) to make them missing values, which `impute` fills; a column "
             "meant as text must be text throughout (e.g. prefix codes with a letter, or in "
             "Python give it as a pandas category).", "impute")
-
-
-#: a text column with at least this share of numbers (but fewer than
-#: MOSTLY_NUMERIC_PERCENT) is encoded as levels with a warning
-PARTLY_NUMERIC_PERCENT = 75
-
-
-def _warn_partly_numeric(X: pd.DataFrame, columns: list[str]) -> None:
-    """Warn of a text column of ``PARTLY_NUMERIC_PERCENT`` % numbers or more: its numbers
-    become levels (a measurement with many text cells, or codes? only the user knows)."""
-    for c in columns:
-        col = X[c]
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            continue
-        present = col[col.notna()]
-        share = 100 * float(pd.to_numeric(present, errors="coerce").notna().mean()) \
-            if len(present) else 0.0
-        if PARTLY_NUMERIC_PERCENT <= share < 100:  # all numbers: see _check_typos
-            warnings.warn(f"column {c!r} is {share:.0f}% numbers and the rest text: it is "
-                          "encoded as levels, one per value, not as a number; if it is a "
-                          "measurement, correct or blank its text cells.", UserWarning,
-                          stacklevel=3)
 
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"

@@ -18,6 +18,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from tdshap._io import jsonable
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.checkpoint.files import (
     CheckpointBudgetError,
@@ -62,25 +63,15 @@ def saved_generator(meta: dict[str, Any]) -> np.random.Generator:
         raise CheckpointError("field 'rng' is a degenerate generator state (it draws one "
                               "number over and over)")
     # numpy coerces what it is given (1.5 and true become 1): the run then drew other
-    # numbers than the saved one would have, silently; the state must read back as saved
+    # numbers than the saved one would have, silently; the state must read back as saved,
+    # compared as the JSON the writer makes (in Python 1 == 1.0 == True)
     flag = rng.get("has_uint32", 0)  # numpy keeps any int there; only 0 and 1 are its own
-    if json.dumps(_plain(bit_generator.state), sort_keys=True) != \
-            json.dumps(_plain(rng), sort_keys=True) or flag not in (0, 1) or \
+    if json.dumps(jsonable(bit_generator.state), sort_keys=True) != \
+            json.dumps(jsonable(rng), sort_keys=True) or flag not in (0, 1) or \
             isinstance(flag, bool):
         raise CheckpointError(f"field 'rng' is not a state of {rng['bit_generator']} as "
                               "numpy saves one (a number of the wrong type, or out of range)")
     return np.random.Generator(bit_generator)
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with arrays and tuples as lists, for a type-strict comparison."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def vector(arrays: dict[str, np.ndarray], name: str, n: int, kinds: str = "iuf") -> np.ndarray:
