@@ -96,3 +96,16 @@ def test_an_index_beyond_the_float_range_keeps_unpulled_arms_first():
         index = state.index()
     assert index[0] == 0 and np.isfinite(index[1]) and np.isinf(index[2:]).all()
     assert state.select(1, np.random.default_rng(0)).tolist() == [0]
+
+
+def test_pending_pulls_count_as_made():
+    state = APTState(6, tau=0.0, eps=0.1)
+    state.mu[:] = [0.5, -0.05, 0.2, 0.0, -1.0, 0.3]
+    state.counts[:] = [1, 4, 2, 9, 1, 3]
+    pending = np.array([0, 20, 0, 0, 2, 0])  # arm 1's index 0.30 -> 0.73: arm 0 in
+    made = APTState(6, tau=0.0, eps=0.1)
+    made.mu[:], made.counts[:] = state.mu, state.counts + pending
+    np.testing.assert_array_equal(state.index(pending), made.index())
+    a = state.select(3, np.random.default_rng(1), pending)
+    np.testing.assert_array_equal(a, made.select(3, np.random.default_rng(1)))
+    assert set(a) != set(state.select(3, np.random.default_rng(1)))

@@ -106,3 +106,72 @@ def test_the_first_pass_stays_at_twenty_bags_for_large_n() -> None:
     est = ThresholdingOOB(DummyClassifier(), max_iter=0, random_state=0).fit(X, y)
     assert est.k_ == 150 and est.result_.n_fits == 20
     assert (est.result_.counts >= 1).all()
+
+
+class FailsOnSomeBags(ClassifierMixin, BaseEstimator):
+    """A depth-2 tree whose fit raises when its bag holds row 0 three times or more."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> FailsOnSomeBags:
+        if np.sum(np.all(X == self.first_row, axis=1)) >= 3:
+            raise ValueError("row 0 three times")
+        self.tree_ = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+        self.classes_ = self.tree_.classes_
+        return self
+
+    def __init__(self, first_row: tuple[float, ...] = (0.0, 0.0)) -> None:
+        self.first_row = first_row
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.tree_.predict(X)
+
+
+@pytest.mark.parametrize("bags_per_round", [1, 3])
+def test_same_values_whatever_n_jobs(bags_per_round: int) -> None:
+    X, y, _ = _blobs(seed=3, n=90)
+    fits = [ThresholdingOOB(FailsOnSomeBags(tuple(X[0])), k=9, max_iter=12,
+                            bags_per_round=bags_per_round, n_jobs=jobs,
+                            random_state=5).fit(X, y).result_ for jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0].values, fits[1].values)
+    np.testing.assert_array_equal(fits[0].counts, fits[1].counts)
+    # failed bags, skipped alike
+    assert fits[0].extra["n_fallbacks"] == fits[1].extra["n_fallbacks"] > 0
+    assert fits[0].n_fits == fits[1].n_fits == 10 + 12  # the first pass, then max_iter bags
+
+
+def test_a_failing_fit_on_a_worker_raises_with_on_error_raise() -> None:
+    X, y, _ = _blobs(seed=3, n=90)
+    with pytest.raises(ValueError, match="row 0 three times"):
+        ThresholdingOOB(FailsOnSomeBags(tuple(X[0])), k=9, max_iter=12, n_jobs=2,
+                        on_error="raise", random_state=5).fit(X, y)
+
+
+def test_a_round_counts_its_earlier_bags_picks_as_pulls_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tdshap.methods import tdoob
+
+    X, y, _ = _blobs(seed=4)
+    held: list[np.ndarray] = []
+    draw = tdoob._draw_bag
+    monkeypatch.setattr(tdoob, "_draw_bag", lambda n, h, rng: (held.append(h), draw(n, h, rng))[1])
+    est = ThresholdingOOB(DecisionTreeClassifier(max_depth=3), k=6, max_iter=10,
+                          bags_per_round=4, random_state=0).fit(X, y)
+    first, rest = held[:20], held[20:]
+    assert sorted(np.concatenate(first)) == list(range(len(y)))  # every row once
+    # rounds of 4, 4 and the 2 bags max_iter leaves, k distinct arms a bag
+    assert [len(set(h)) for h in rest] == [6] * 10 and est.rounds_ == 10
+    # arms alike: each bag of a round takes arms the earlier bags left (blind to its
+    # earlier picks, each would draw its arms by the tie-break alone)
+    from tdshap.methods.apt.bandit import APTState
+
+    state = APTState(12, tau=0.0, eps=0.1)
+    state.mu[:], state.counts[:] = 0.5, 4
+    est.k_ = 3
+    groups = est._round(state, 4, np.random.default_rng(0))
+    assert sorted(np.concatenate(groups)) == list(range(12))
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, "4", True])
+def test_bags_per_round_must_be_a_whole_number_from_one(bad: object) -> None:
+    X, y, _ = _blobs()
+    with pytest.raises(ValueError, match="bags_per_round"):
+        ThresholdingOOB(DecisionTreeClassifier(), bags_per_round=bad).fit(X, y)

@@ -41,10 +41,13 @@ are to be found. ``eps = eps_factor`` of the first pass's robust spread.
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import nullcontext
 from typing import Any, Literal
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
 
 from tdshap._validation import check_bag_rows, check_number
@@ -57,9 +60,45 @@ from tdshap.result import ValuationResult
 from tdshap.utility.base import Utility, random_state_params
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
+from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import oob_lists
 from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA, row_scores
+from tdshap.utility.parallel import JOBLIB_BACKENDS, limited_threads, single_threaded
 from tdshap.utility.warm_start import prepare_estimator
+
+
+def _draw_bag(n: int, held: np.ndarray, rng: np.random.Generator
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """A bootstrap of the rows but ``held``: ``(bag, out-of-bag rows, the model's seed)``;
+    the out-of-bag rows are the held ones and those the bootstrap left out."""
+    others = np.setdiff1d(np.arange(n), held, assume_unique=True)
+    bag = rng.choice(others, size=len(others), replace=True)
+    seed = int(rng.integers(2**32))
+    inside = np.zeros(n, dtype=bool)
+    inside[bag] = True
+    return bag, np.flatnonzero(~inside), seed
+
+
+def _bag_model(estimator: Any, seed: int) -> Any:
+    model = clone(estimator)
+    return model.set_params(**{p: seed for p in random_state_params(model)})
+
+
+def _fit_bag(estimator: Any, X: np.ndarray, y: np.ndarray, bag: np.ndarray, out: np.ndarray,
+             seed: int, metric: str, on_error: str, threads: int | None = None
+             ) -> tuple[np.ndarray | None, Exception | None, float]:
+    """Fit one bag and score its out-of-bag rows: ``(rewards, the error of a fit that
+    failed, seconds)``; on a worker, BLAS pools are held to ``threads``."""
+    started = time.perf_counter()
+    try:
+        with limited_threads(threads) if threads else nullcontext():
+            model = _bag_model(estimator, seed).fit(X[bag], y[bag])
+            rewards = row_scores(model, X[out], y[out], metric)
+    except Exception as err:
+        if on_error == "raise" and threads is None:
+            raise  # in-process: the caller's traceback, as a plain fit gives
+        return None, err, time.perf_counter() - started
+    return rewards, None, time.perf_counter() - started
 
 
 class ThresholdingOOB(BaseValuation):
@@ -125,6 +164,20 @@ class ThresholdingOOB(BaseValuation):
         each queried row by the bag without it (module docstring), so that the
         intervals cover at their nominal rate; other bags than the refit
         path's. A declined row inside the bag gets no reward from it.
+    n_jobs:
+        Workers (joblib's count: 1 in-process, -1 every core) fitting a round's
+        bags side by side, on the joblib ``backend`` named (with Dask, in-process).
+        Every bag's rows and seed are drawn in the main process before any is
+        fitted: the values are the same whatever ``n_jobs``. The neighbour lists'
+        bags are a few array operations each and stay in-process.
+    bags_per_round:
+        Bags fitted from one look at the bandit: bag by bag it holds out the ``k``
+        least certain arms, counting the round's earlier picks as pulls already
+        made (a batched bandit's "hallucinated" pulls). 1 is the bandit of the
+        paper, one look a bag; more lets ``n_jobs`` workers fit a round's bags at
+        once (the first pass, which looks at nothing, is shared among them
+        anyway). ``max_iter`` still counts bags; ``time_budget`` is checked
+        between rounds.
     """
 
     algorithm = "tdoob"
@@ -147,6 +200,8 @@ class ThresholdingOOB(BaseValuation):
         backend: Any = "loky",
         per_row_bags: bool = False,
         neighbor_search: str = "exact",
+        n_jobs: int | None = 1,
+        bags_per_round: int = 1,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -164,8 +219,12 @@ class ThresholdingOOB(BaseValuation):
         self.per_row_bags = per_row_bags
         self.neighbor_search = neighbor_search
         self.backend = backend
+        self.n_jobs = n_jobs
+        self.bags_per_round = bags_per_round
 
     seed_mode = "chain"  # read by the common checks; bags draw their own seeds
+    _workers: Parallel | None = None
+    _threads = 1
 
     def row_metric(self) -> str:
         if self.metric is None:
@@ -194,6 +253,12 @@ class ThresholdingOOB(BaseValuation):
                                  f"(N={n}).")
             self.k_ = int(self.k)
         check_search(self.neighbor_search)
+        check_number(self.bags_per_round, "bags_per_round", low=1, integer=True,
+                     hint="It is how many bags one look at the bandit fits (1: the paper's "
+                     "bandit).")
+        if self.bags_per_round > 1:  # drawn before any is fitted, and held together
+            check_count("bags_per_round", self.bags_per_round, 16 * n,
+                        f"bootstraps of N={n} rows held at once", 8)
         self._stop: StoppingCriterion = build_stopping(max_rounds=self.max_iter,
                                                        time_budget=self.time_budget)
 
@@ -214,12 +279,23 @@ class ThresholdingOOB(BaseValuation):
                                                      self.neighbor_search)
             self.refit_rows_ = 0
             self.fast_path_used_ = None if self._lists is None else "kneighbors lists"
-            state = self._run(utility, rng, start)
+            self._workers = self._start_workers()
+            with self._workers if self._workers is not None else nullcontext():
+                state = self._run(utility, rng, start)
         finally:
-            self._lists = None  # the lists serve this fit only
+            self._lists = self._workers = None  # they serve this fit only
             self._release()
         self._publish(self._make_result(utility, state, start))
         return self
+
+    def _start_workers(self) -> Parallel | None:
+        """joblib workers for the refitted bags, or None to fit them in-process (the
+        neighbour lists' bags, one worker, or a Dask backend)."""
+        workers = effective_n_jobs(self.n_jobs)
+        if self._lists is not None or workers == 1 or self.backend not in JOBLIB_BACKENDS:
+            return None
+        self._threads = max(1, (os.cpu_count() or 1) // workers)
+        return Parallel(n_jobs=self.n_jobs, backend=self.backend)
 
     def _make_utility(self, X: np.ndarray, y: np.ndarray, X_val: np.ndarray,
                       y_val: np.ndarray, run_seed: int) -> Utility:
@@ -236,40 +312,55 @@ class ThresholdingOOB(BaseValuation):
         return Utility(self.estimator, metric, X, y, X_val, y_val, on_error=on_error,
                        run_seed=run_seed)
 
-    @staticmethod
-    def _bag_model(utility: Utility, seed: int) -> Any:
-        model = clone(utility.estimator)
-        return model.set_params(**{p: seed for p in random_state_params(model)})
+    def _bags(self, utility: Utility, groups: list[np.ndarray], rng: np.random.Generator,
+              state: APTState) -> None:
+        """One bag per group of held-out arms; the held-out and out-of-bag rows rewarded,
+        bag by bag in order.
+
+        Every bag's rows and seed are drawn here, in order, before any is fitted, so the
+        rewards do not depend on ``n_jobs``: refitted bags run on the workers, the
+        neighbour lists' (a few array operations each) in-process.
+        """
+        if self._lists is not None:
+            for held in groups:
+                self._bag(utility, held, rng, state)
+            return
+        n = utility.n
+        drawn = [_draw_bag(n, held, rng) for held in groups]
+        if self._workers is None or len(drawn) == 1:
+            results = [_fit_bag(utility.estimator, utility.X, utility.y, bag, out, seed,
+                                self.metric_, self.on_error) for bag, out, seed in drawn]
+        else:
+            estimator, threads = single_threaded(utility.estimator), self._threads
+            results = self._workers(delayed(_fit_bag)(
+                estimator, utility.X, utility.y, bag, out, seed, self.metric_,
+                self.on_error, threads) for bag, out, seed in drawn)
+        for (_, out, _), (rewards, err, seconds) in zip(drawn, results, strict=True):
+            if rewards is None:
+                self._failed(utility, err or RuntimeError("no rewards"), seconds)
+                continue
+            utility.n_fits += 1
+            self._rewarded(utility, state, out, rewards, seconds)
 
     def _bag(self, utility: Utility, held: np.ndarray, rng: np.random.Generator,
              state: APTState) -> None:
-        """Fit one bag without ``held`` and reward the held-out and out-of-bag rows."""
-        if self._lists is not None and self.per_row_bags:
+        """The neighbour lists' bag without ``held``: the held-out and out-of-bag rows
+        rewarded (rows the lists decline refitted)."""
+        if self.per_row_bags:
             self._per_row_bag(utility, held, rng, state)
             return
-        n = utility.n
-        others = np.setdiff1d(np.arange(n), held, assume_unique=True)
-        bag = rng.choice(others, size=len(others), replace=True)
-        seed = int(rng.integers(2**32))
-        inside = np.zeros(n, dtype=bool)
-        inside[bag] = True
-        out = np.flatnonzero(~inside)  # held rows and the ones the bootstrap left out
+        assert self._lists is not None
+        bag, out, seed = _draw_bag(utility.n, held, rng)
         started = time.perf_counter()
         try:
-            if self._lists is None:
-                model = self._bag_model(utility, seed)
-                model.fit(utility.X[bag], utility.y[bag])
-                rewards = row_scores(model, utility.X[out], utility.y[out], self.metric_)
-                refitted = True
-            else:
-                rewards, declined = self._lists.row_scores(
-                    np.bincount(bag, minlength=n), out, utility.y[out], self.metric_)
-                refitted = self._refit_declined(utility, bag, out, declined, rewards, seed)
+            rewards, declined = self._lists.row_scores(
+                np.bincount(bag, minlength=utility.n), out, utility.y[out], self.metric_)
+            refitted = self._refit_declined(utility, bag, out, declined, rewards, seed)
         except Exception as err:
-            self._failed(utility, err, started)
+            self._failed(utility, err, time.perf_counter() - started)
             return
         utility.n_fits += int(refitted)
-        self._rewarded(utility, state, out, rewards, started)
+        self._rewarded(utility, state, out, rewards, time.perf_counter() - started)
 
     def _per_row_bag(self, utility: Utility, held: np.ndarray, rng: np.random.Generator,
                      state: APTState) -> None:
@@ -295,10 +386,10 @@ class ThresholdingOOB(BaseValuation):
             refitted = self._refit_declined(utility, bag, out, declined & (counts[out] == 0),
                                             rewards, seed)
         except Exception as err:
-            self._failed(utility, err, started)
+            self._failed(utility, err, time.perf_counter() - started)
             return
         utility.n_fits += int(refitted)
-        self._rewarded(utility, state, out, rewards, started)
+        self._rewarded(utility, state, out, rewards, time.perf_counter() - started)
 
     def _refit_declined(self, utility: Utility, bag: np.ndarray, out: np.ndarray,
                         declined: np.ndarray, rewards: np.ndarray, seed: int) -> bool:
@@ -307,7 +398,7 @@ class ThresholdingOOB(BaseValuation):
         rows = out[declined]
         if not len(rows):
             return False
-        model = self._bag_model(utility, seed)
+        model = _bag_model(utility.estimator, seed)
         with one_thread_if_small(len(rows) * utility.X.size):
             model.fit(utility.X[bag], utility.y[bag])
             rewards[declined] = row_scores(model, utility.X[rows], utility.y[rows],
@@ -315,9 +406,9 @@ class ThresholdingOOB(BaseValuation):
         self.refit_rows_ += len(rows)
         return True
 
-    def _failed(self, utility: Utility, err: Exception, started: float) -> None:
+    def _failed(self, utility: Utility, err: Exception, seconds: float) -> None:
         utility.n_fits += 1
-        utility.fit_seconds += time.perf_counter() - started
+        utility.fit_seconds += seconds
         if self.on_error == "raise":
             raise err
         utility.record_failure(err)
@@ -331,9 +422,9 @@ class ThresholdingOOB(BaseValuation):
 
     @staticmethod
     def _rewarded(utility: Utility, state: APTState, out: np.ndarray, rewards: np.ndarray,
-                  started: float) -> None:
+                  seconds: float) -> None:
         utility.n_evaluations += 1
-        utility.fit_seconds += time.perf_counter() - started
+        utility.fit_seconds += seconds
         ok = np.isfinite(rewards)
         state.update(out[ok], rewards[ok])
 
@@ -346,15 +437,19 @@ class ThresholdingOOB(BaseValuation):
         bar = RunProgress(self.progress, desc=f"TDOOB N={n} K={k}")
         order = rng.permutation(n)
         self.rounds_ = 0
-        try:
-            for lo in range(0, n, k):  # first pass: every row held out once
-                self._bag(utility, order[lo : lo + k], rng, state)
+        try:  # first pass: every row held out once, no look at the bandit in between
+            first = [order[lo : lo + k] for lo in range(0, n, k)]
+            step = max(int(self.bags_per_round), effective_n_jobs(self.n_jobs))
+            for lo in range(0, len(first), step):  # bootstraps held: a round's, at most
+                self._bags(utility, first[lo : lo + step], rng, state)
             if auto:
                 state.tau, state.eps = self._auto_thresholds(state)
             while not self._stop.check(RunStatus(self.rounds_, time.perf_counter() - start,
                                                  state.mu)):
-                self._bag(utility, state.select(k, rng), rng, state)
-                self.rounds_ += 1
+                bags = self.bags_per_round if self.max_iter is None else \
+                    min(self.bags_per_round, self.max_iter - self.rounds_)
+                self._bags(utility, self._round(state, bags, rng), rng, state)
+                self.rounds_ += bags
                 if bar.enabled:
                     bar.update(self._stop.completion(RunStatus(
                         self.rounds_, time.perf_counter() - start, state.mu)),
@@ -363,6 +458,19 @@ class ThresholdingOOB(BaseValuation):
             bar.close()
         self.tau_, self.eps_ = state.tau, state.eps
         return state
+
+    def _round(self, state: APTState, bags: int, rng: np.random.Generator
+               ) -> list[np.ndarray]:
+        """The arms each of a round's ``bags`` holds out: bag by bag the ``k`` least
+        certain, the earlier bags' picks counted as pulls already made (as a batched
+        bandit "hallucinates" them), so the round spreads as one bag a look would."""
+        pending = np.zeros(state.n, dtype=np.int64)
+        groups: list[np.ndarray] = []
+        for _ in range(bags):
+            held = state.select(self.k_, rng, pending if groups else None)
+            pending[held] += 1
+            groups.append(held)
+        return groups
 
     def _auto_thresholds(self, state: APTState) -> tuple[float, float]:
         pulled = state.counts > 0

@@ -38,20 +38,24 @@ class APTState:
         self.low[arms] = np.minimum(self.low[arms], rewards)
         self.high[arms] = np.maximum(self.high[arms], rewards)
 
-    def index(self) -> np.ndarray:
-        """The APT index B_n of every arm."""
+    def index(self, pending: np.ndarray | None = None) -> np.ndarray:
+        """The APT index B_n of every arm; ``pending``: pulls of each arm already chosen
+        but not yet rewarded, counted as made (a batch's earlier picks)."""
         # a tau or eps near the float range (--eps 1e308) overflowed this to inf, with numpy's
         # "overflow encountered" warning on every round: the gap is capped at the largest
         # float and the product may be inf, so an arm never pulled stays first (0, not
         # 0 * inf = NaN) and the rest go by pulls, as APT does when eps dwarfs every gap
         with np.errstate(over="ignore"):
             gap = np.minimum(np.abs(self.mu - self.tau) + self.eps, np.finfo(float).max)
-            return np.sqrt(self.counts) * gap
+            counts = self.counts if pending is None else self.counts + pending
+            return np.sqrt(counts) * gap
 
-    def select(self, k: int, rng: np.random.Generator) -> np.ndarray:
-        """The ``k`` arms with the smallest ``B_n``, ties broken uniformly at random."""
+    def select(self, k: int, rng: np.random.Generator,
+               pending: np.ndarray | None = None) -> np.ndarray:
+        """The ``k`` arms with the smallest ``B_n``, ties broken uniformly at random
+        (``pending``: see :meth:`index`)."""
         tiebreak = rng.random(self.n)
-        return np.lexsort((tiebreak, self.index()))[:k]
+        return np.lexsort((tiebreak, self.index(pending)))[:k]
 
     def variances(self) -> np.ndarray:
         """Sample variance of each arm's pulls (NaN below two pulls)."""
