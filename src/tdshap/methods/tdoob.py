@@ -439,7 +439,8 @@ class ThresholdingOOB(BaseValuation):
         self.rounds_ = 0
         try:  # first pass: every row held out once, no look at the bandit in between
             first = [order[lo : lo + k] for lo in range(0, n, k)]
-            step = max(int(self.bags_per_round), effective_n_jobs(self.n_jobs))
+            workers = 1 if self._workers is None else int(self._workers.n_jobs)
+            step = max(int(self.bags_per_round), effective_n_jobs(workers))
             for lo in range(0, len(first), step):  # bootstraps held: a round's, at most
                 self._bags(utility, first[lo : lo + step], rng, state)
             if auto:
