@@ -489,6 +489,20 @@ def _own_label(pairs: frozenset[tuple[str, str]], method: str = "auto") -> Runne
     return run
 
 
+def _bags_per_round(bags: int) -> Runner:
+    """find_harmful with thresholding Data-OOB fitting ``bags`` bags from one look at its
+    bandit (tdshap.app.valuer.TDOOB_BAGS_PER_ROUND; the default: 1)."""
+    inner = _find_harmful("auto")
+
+    def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+        before, valuer.TDOOB_BAGS_PER_ROUND = valuer.TDOOB_BAGS_PER_ROUND, bags
+        try:
+            return inner(split, estimator, seed, budget)
+        finally:
+            valuer.TDOOB_BAGS_PER_ROUND = before
+    return run
+
+
 def run_tdoob(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
     return _valued(ThresholdingOOB(estimator, random_state=seed, max_iter=100), split)
 
@@ -576,6 +590,9 @@ METHODS: dict[str, Method] = {
                                  "method='knn_shapley_proxy' (exact 5-NN Shapley of the "
                                  "standardised rows standing in for any model; a "
                                  "regressor's on the training rows alone)"),
+    "find_harmful-round8": Method(_bags_per_round(8), "find_harmful with thresholding "
+                                  "Data-OOB fitting 8 bags from one look at its bandit "
+                                  "(ThresholdingOOB(bags_per_round=8); auto's default: 1)"),
     "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL), "find_harmful with exact "
                                "k-NN Shapley's own_label wherever it takes exact k-NN "
                                "Shapley (each row's own query counts for it)"),

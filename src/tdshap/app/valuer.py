@@ -140,6 +140,11 @@ PROXY_NEIGHBORS = 5
 # bags after the first pass when the user sets no max_iter: on the detection benchmark
 # AUROC rose from the first pass to ~100 bags and was flat after
 TDOOB_BAGS = 100
+#: bags thresholding Data-OOB fits from one look at its bandit (``bags_per_round``): one,
+#: the paper's bandit. Eight ranked and cut planted noise as well but removed rows of clean
+#: diabetes in more runs (docs/benchmarks.md, "Thresholding Data-OOB's bags on workers";
+#: ``benchmarks/detection.py``'s ``find_harmful-round8`` rows set it)
+TDOOB_BAGS_PER_ROUND = 1
 
 
 @dataclass
@@ -476,7 +481,8 @@ def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
                                  k=options.k, max_iter=options.max_iter if "max_iter" in given
                                  else TDOOB_BAGS, time_budget=options.time_budget,
                                  random_state=seed, progress=progress,
-                                 neighbor_search=neighbor_search)
+                                 neighbor_search=neighbor_search,
+                                 bags_per_round=TDOOB_BAGS_PER_ROUND)
         return Valuer(valuer, chosen, valuer.row_metric(), why)
     if neighbor_search != "exact":
         raise ParameterError("`neighbor_search` 'approximate' serves the bagging methods "

@@ -336,9 +336,10 @@ class ThresholdingOOB(BaseValuation):
                 estimator, utility.X, utility.y, bag, out, seed, self.metric_,
                 self.on_error, threads) for bag, out, seed in drawn)
         for (_, out, _), (rewards, err, seconds) in zip(drawn, results, strict=True):
-            if rewards is None:
-                self._failed(utility, err or RuntimeError("no rewards"), seconds)
+            if err is not None:
+                self._failed(utility, err, seconds)
                 continue
+            assert rewards is not None  # a fit gives rewards or its error
             utility.n_fits += 1
             self._rewarded(utility, state, out, rewards, seconds)
 
