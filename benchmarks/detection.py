@@ -475,32 +475,31 @@ def _find_harmful(method: str) -> Runner:
 run_find_harmful = _find_harmful("auto")
 
 
-def _own_label(pairs: frozenset[tuple[str, str]], method: str = "auto") -> Runner:
-    """find_harmful with exact k-NN Shapley's ``own_label`` for the ``(method, task)``
-    pairs (tdshap.app.valuer.OWN_LABEL; the default: none)."""
+def _with_setting(name: str, value: Any, method: str = "auto") -> Runner:
+    """find_harmful with the module setting ``tdshap.app.valuer.<name>`` set to ``value``
+    for the run (and restored after)."""
     inner = _find_harmful(method)
 
     def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
-        before, valuer.OWN_LABEL = valuer.OWN_LABEL, pairs
+        before = getattr(valuer, name)
+        setattr(valuer, name, value)
         try:
             return inner(split, estimator, seed, budget)
         finally:
-            valuer.OWN_LABEL = before
+            setattr(valuer, name, before)
     return run
+
+
+def _own_label(pairs: frozenset[tuple[str, str]], method: str = "auto") -> Runner:
+    """find_harmful with exact k-NN Shapley's ``own_label`` for the ``(method, task)``
+    pairs (tdshap.app.valuer.OWN_LABEL; the default: none)."""
+    return _with_setting("OWN_LABEL", pairs, method)
 
 
 def _bags_per_round(bags: int) -> Runner:
     """find_harmful with thresholding Data-OOB fitting ``bags`` bags from one look at its
     bandit (tdshap.app.valuer.TDOOB_BAGS_PER_ROUND; the default: 1)."""
-    inner = _find_harmful("auto")
-
-    def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
-        before, valuer.TDOOB_BAGS_PER_ROUND = valuer.TDOOB_BAGS_PER_ROUND, bags
-        try:
-            return inner(split, estimator, seed, budget)
-        finally:
-            valuer.TDOOB_BAGS_PER_ROUND = before
-    return run
+    return _with_setting("TDOOB_BAGS_PER_ROUND", bags)
 
 
 def run_tdoob(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
