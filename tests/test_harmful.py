@@ -441,6 +441,24 @@ def test_the_cleaned_file_reads_back_as_the_kept_rows(tmp_path: Path, text: str,
     assert written == (copied or "y,a,c\nno,1.5,p\nno,3.5,r\n")
 
 
+def test_a_file_with_a_byte_order_mark_reads_its_first_column_by_name(tmp_path: Path) -> None:
+    # a spreadsheet's "CSV UTF-8" begins with a byte order mark: the header check read the
+    # first name as "\ufeffid", so --id-column id was read as numbers ("007" as 7, in
+    # values.csv and in cleaned.csv, which pandas rewrote), and "\ufeffa,a" was no repeat
+    from tdshap.app.tabular import read_table, write_rows_like
+
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "t.csv").write_bytes(bom + b"id,a,y\n007,1.50,p\n008,2.50,q\n009,3.50,p\n")
+    frame = read_table(tmp_path / "t.csv", text=("id",))
+    assert list(frame["id"]) == ["007", "008", "009"]
+    write_rows_like(tmp_path / "t.csv", frame, np.array([0, 2]), tmp_path / "cleaned.csv",
+                    as_text=("id",))
+    assert (tmp_path / "cleaned.csv").read_bytes() == bom + b"id,a,y\n007,1.50,p\n009,3.50,p\n"
+    (tmp_path / "d.csv").write_bytes(bom + b"a,a,y\n1,2,p\n")
+    with pytest.raises(ValueError, match="duplicate column names: a;"):
+        read_table(tmp_path / "d.csv")
+
+
 def test_holdout_split_is_stratified_and_disjoint() -> None:
     y = np.array([0] * 60 + [1] * 20)
     train, val, test, strat = holdout_split(y, (0.25, 0.25), True, seed=0)

@@ -93,7 +93,9 @@ def _header_names(path: Path) -> list[str]:
         import pyarrow.parquet as pq
 
         return list(pq.read_schema(path).names)
-    with open(path, newline="", encoding="utf-8") as fh:
+    # utf-8-sig: a spreadsheet's "CSV UTF-8" begins with a byte order mark, which pandas
+    # drops; kept, the first name ("\ufeffid") matched no --id-column, read as numbers
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         first = next(csv.reader(fh, delimiter=_separator(path)), [])
     return [name.strip() for name in first]
 
