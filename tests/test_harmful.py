@@ -477,6 +477,27 @@ def test_hostile_arrays_get_one_clear_error(X: Any, y: Any, message: str) -> Non
         tdshap.find_harmful(X, y)
 
 
+def test_an_estimator_given_where_data_go_names_the_order_of_the_arguments() -> None:
+    # find_harmful(model, X, y) said "X must be 2-D (rows x features), got shape ()",
+    # TDShap(...).fit(model, ...) "X must be numeric", and cleanse an estimator "got
+    # array([[...]])" with every number of the array
+    from sklearn.tree import DecisionTreeClassifier
+
+    model = DecisionTreeClassifier()
+    for args in ((model, _X, _Y), (_X, model, _Y)):
+        with pytest.raises(ValueError, match=r"(X|y) is an estimator \(DecisionTreeClassifier"
+                           r"\(\)\), not data: .*goes third: find_harmful\(X, y, estimator\)"):
+            tdshap.find_harmful(*args)
+    with pytest.raises(ValueError, match=r"X is an estimator class .*TDShap\(estimator\)"
+                       r"\.fit\(X, y, X_val, y_val\)"):
+        tdshap.TDShap(model).fit(DecisionTreeClassifier, _X, _Y, _X)
+    with pytest.raises(ValueError, match=r"y is an estimator .*goes second: cleanse\(values, "
+                       r"estimator, X, y, X_val, y_val\)"):
+        tdshap.cleanse(np.zeros(60), _X, _Y, model, _X, _Y)
+    with pytest.raises(ValueError, match=r"with fit/predict, got a ndarray of shape \(60, 3\)\.$"):
+        tdshap.cleanse(np.zeros(60), _X, _X, _Y, _X, _Y)
+
+
 def test_a_sparse_matrix_is_refused_with_the_fix() -> None:
     import scipy.sparse as sp
 

@@ -26,8 +26,33 @@ def check_unmasked(a: Any, name: str, *, impute: str | None) -> None:
                      f"{fix}.")
 
 
+#: where a method takes its estimator: said when one is given where data go
+METHOD_USAGE = ("a method takes it in its constructor, e.g. "
+                "TDShap(estimator).fit(X, y, X_val, y_val)")
+
+
+def shown(obj: Any, limit: int = 80) -> str:
+    """``obj`` for an error message: an array or table by its type and shape (its repr
+    ran to pages), anything else by a repr of at most ``limit`` characters."""
+    if isinstance(obj, np.ndarray | pd.DataFrame | pd.Series) or sp.issparse(obj):
+        return f"a {type(obj).__name__} of shape {obj.shape}"
+    text = repr(obj)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_not_estimator(value: Any, name: str, usage: str = METHOD_USAGE) -> None:
+    """Refuse an estimator given where data go (the arguments in another order): numpy
+    read it as a 0-d object array, and the error said "X must be 2-D, got shape ()" or "X
+    must be numeric". ``usage``: how the caller is called, with the estimator in place."""
+    if callable(getattr(value, "fit", None)):
+        kind = "an estimator class" if isinstance(value, type) else "an estimator"
+        raise ValueError(f"{name} is {kind} ({shown(value)}), not data: the arguments are "
+                         f"in another order; {usage}.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
+    check_not_estimator(X, name)
     check_unmasked(X, name, impute="impute them (e.g. sklearn.impute.SimpleImputer)")
     if sp.issparse(X):  # np.asarray makes it a 0-d object array: "non-numeric" would mislead
         raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
@@ -73,6 +98,7 @@ def as_features(X: Any, name: str) -> np.ndarray:
 
 def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     """``y`` as a 1-D array with ``n_rows`` entries and no NaN."""
+    check_not_estimator(y, name)
     check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series | pd.DataFrame) else y)
     if arr.ndim == 2 and arr.shape[1] == 1:
@@ -185,7 +211,7 @@ def check_estimator(estimator: Any) -> None:
                          f"pass {estimator.__name__}() (with its parameters).")
     if estimator is None or not hasattr(estimator, "fit"):
         raise ValueError("estimator must be a scikit-learn style estimator with fit/predict, "
-                         f"got {estimator!r}.")
+                         f"got {shown(estimator)}.")
     try:
         is_classifier(estimator)
     except (AttributeError, TypeError):

@@ -34,6 +34,7 @@ from tdshap._validation import (
     check_data,
     check_estimator,
     check_label_kinds,
+    check_not_estimator,
     check_number,
     check_random_state,
     check_shared_classes,
@@ -262,6 +263,10 @@ def cleanse(
     (:class:`tdshap.utility.subset_fits.SubsetFitter`); the result is the same whatever
     ``n_jobs``, and ``extra["n_worker_fits"]`` counts the fits workers made.
     """
+    for name, data in (("values", values), ("X", X), ("y", y), ("X_val", X_val),
+                       ("y_val", y_val), ("X_test", X_test), ("y_test", y_test)):
+        check_not_estimator(data, name, "the estimator goes second: cleanse(values, "
+                            "estimator, X, y, X_val, y_val)")
     if on_error not in ("raise", "fallback"):
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'fallback'.")
     check_rule(rule)

@@ -25,7 +25,12 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import check_random_state, check_same_index, check_unmasked
+from tdshap._validation import (
+    check_not_estimator,
+    check_random_state,
+    check_same_index,
+    check_unmasked,
+)
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
 from tdshap.app.plan import RunPlan, execute, plan
 from tdshap.app.report import parts_report
@@ -492,6 +497,10 @@ def find_harmful(
         the run; ``.report()`` prints the summary.
     """
     _check_flags(impute=impute, cleanse=cleanse, progress=progress)
+    for name, data in (("X", X), ("y", y), ("X_val", X_val), ("y_val", y_val),
+                       ("X_test", X_test), ("y_test", y_test)):
+        check_not_estimator(data, name, "the estimator goes third: find_harmful(X, y, "
+                            "estimator)")
     check_every_row(every_row)  # before the data are read
     random_state = _checked_seed(random_state)
     Xf, yf = _as_pair(X, y, "X", "y")
