@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -119,11 +120,28 @@ def test_params_are_json_scalars_and_lists_only(work: Path, params: str) -> None
     ('{"n_neighbors": 1e400}', ("'n_neighbors': inf is not a finite number",)),
     ('{"n_neighbors": 3, "n_neighbors": 4}', ("'n_neighbors' 2 times",)),
     ('{"weights": ' + "[" * 5000 + "]" * 5000 + "}", ("too deeply",)),
-    ('{"weights": ' + "[" * 30 + "]" * 30 + "}", ("'weights'", "at most 20 deep")),
+    ('{"weights": ' + "[" * 30 + "]" * 30 + "}", ("'weights': its lists nest more than 20 "
+                                                  "deep",)),
 ], ids=["nan", "infinity", "overflow", "repeated", "recursion", "deep"])
 def test_params_that_no_model_takes(work: Path, params: str, words: tuple[str, ...]) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params", params,
                   "--out", "out", *FAST, words=words)
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ('{"a": [1, {"b": 1}]}', "'a': in its list, dict values are not accepted;"),
+    ('{"a": [[1e400]]}', "'a': in its list, inf is not a finite number;"),
+    ('{"a": ' + "[" * 21 + "]" * 21 + "}", "'a': its lists nest more than 20 deep;"),
+])
+def test_a_params_list_is_refused_for_what_it_holds_not_for_being_a_list(
+        params: str, message: str) -> None:
+    # a list holding a dict or inf, or nested too deep, was refused as "list values are
+    # not accepted; give ... or lists of them", which denied what it offered
+    from tdshap.app.models import parse_params
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_params(params)
+    assert parse_params('{"a": ' + "[" * 20 + "1" + "]" * 20 + "}")  # 20 deep is taken
 
 
 def test_params_must_be_the_estimators_own(work: Path) -> None:

@@ -103,14 +103,23 @@ ALLOWED_PACKAGES: tuple[str, ...] = ("sklearn", "lightgbm", "xgboost", "catboost
 MAX_PARAM_DEPTH = 20
 
 
-def _json_value(value: Any, depth: int = 0) -> bool:
-    """A JSON scalar (text, finite number, true/false, null) or a (shallow) list of them."""
+def _json_problem(value: Any, depth: int = 0) -> str | None:
+    """Why ``value`` is not a JSON scalar (text, finite number, true/false, null) or a
+    (shallow) list of them, naming the part inside a list that is not; None if it is."""
     if isinstance(value, float):
-        return math.isfinite(value)
+        return None if math.isfinite(value) else f"{value} is not a finite number"
     if value is None or isinstance(value, str | bool | int):
-        return True
-    return isinstance(value, list) and depth < MAX_PARAM_DEPTH and all(
-        _json_value(v, depth + 1) for v in value)
+        return None
+    if not isinstance(value, list):
+        return f"{type(value).__name__} values are not accepted"
+    if depth >= MAX_PARAM_DEPTH:
+        return f"its lists nest more than {MAX_PARAM_DEPTH} deep"
+    for item in value:
+        problem = _json_problem(item, depth + 1)
+        if problem:  # said of the item: "list values are not accepted" denied lists
+            return problem if problem.startswith(("its lists", "in its list")) else \
+                f"in its list, {problem}"
+    return None
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -154,9 +163,8 @@ def parse_params(text: str | None) -> dict[str, Any]:
 def check_param_values(params: dict[str, Any]) -> None:
     """Each value a JSON scalar or list: nothing that could name code to run."""
     for name, value in params.items():
-        if not _json_value(value):
-            what = (f"{value} is not a finite number" if isinstance(value, float) else
-                    f"{type(value).__name__} values are not accepted")
+        what = _json_problem(value)
+        if what:
             raise ParameterError(
                 f"`params` {name!r}: {what}; give finite numbers, text, true/false, null or "
                 f"lists of them (at most {MAX_PARAM_DEPTH} deep).", "params"
