@@ -498,6 +498,22 @@ def test_an_estimator_given_where_data_go_names_the_order_of_the_arguments() -> 
         tdshap.cleanse(np.zeros(60), _X, _X, _Y, _X, _Y)
 
 
+def test_a_record_array_or_raw_bytes_is_refused_with_the_fix() -> None:
+    # a structured array was "must be 2-D, got shape (60,)" (find_harmful) or "must be
+    # numeric" (a method's fit); raw bytes a TypeError from inside pandas
+    records = np.zeros(60, dtype=[("a", float), ("b", float), ("c", float)])
+    for i, field in enumerate("abc"):
+        records[field] = _X[:, i]
+    for call in (lambda X: tdshap.find_harmful(X, _Y),
+                 lambda X: tdshap.TDShap(_classifier(), max_iter=1).fit(X, _Y, _X, _Y)):
+        with pytest.raises(ValueError, match=r"X is a structured \(record\) array with fields "
+                           r"a, b, c: pass pandas.DataFrame\(X\)"):
+            call(records)
+        with pytest.raises(ValueError, match=r"X holds raw bytes \(numpy dtype \|V8\)"):
+            call(np.zeros((60, 3), dtype="V8"))
+    assert len(tdshap.find_harmful(pd.DataFrame(records), _Y, cleanse=False)) == 45  # the fix
+
+
 def test_a_sparse_matrix_is_refused_with_the_fix() -> None:
     import scipy.sparse as sp
 

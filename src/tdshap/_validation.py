@@ -50,6 +50,20 @@ def check_not_estimator(value: Any, name: str, usage: str = METHOD_USAGE) -> Non
                          f"in another order; {usage}.")
 
 
+def check_not_records(arr: np.ndarray, name: str) -> None:
+    """Refuse a structured (record) array and raw bytes (numpy's void dtype): a table of
+    named fields was read as 1-D ("got shape (60,)") or as "non-numeric", and raw bytes
+    failed inside pandas ("void() takes at least 1 positional argument")."""
+    if arr.dtype.kind != "V":
+        return
+    if arr.dtype.names:
+        fields = ", ".join(arr.dtype.names[:5]) + (", ..." if len(arr.dtype.names) > 5 else "")
+        raise ValueError(f"{name} is a structured (record) array with fields {fields}: pass "
+                         f"pandas.DataFrame({name}), a table with one column per field.")
+    raise ValueError(f"{name} holds raw bytes (numpy dtype {arr.dtype}), not numbers: give "
+                     "its values as numbers, one column per feature.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
@@ -66,7 +80,8 @@ def as_features(X: Any, name: str) -> np.ndarray:
             )
         X = X.to_numpy(dtype=float)
     arr = np.asarray(X)
-    if arr.dtype == object or arr.dtype.kind in "USV":
+    check_not_records(arr, name)
+    if arr.dtype == object or arr.dtype.kind in "US":
         try:
             arr = arr.astype(float)
         except (TypeError, ValueError):

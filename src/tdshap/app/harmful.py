@@ -27,6 +27,7 @@ from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import (
     check_not_estimator,
+    check_not_records,
     check_random_state,
     check_same_index,
     check_unmasked,
@@ -76,6 +77,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
         except ValueError:  # rows of different lengths
             raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
                              "features in every row; its rows differ in length.") from None
+        check_not_records(arr, name)
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
         frame = pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
