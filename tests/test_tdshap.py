@@ -296,6 +296,22 @@ def test_labels_mixing_text_and_numbers_are_refused_by_every_method(make):
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_ragged_rows_and_list_labels_are_refused_by_every_method(make):
+    # find_harmful refused them; a method's fit passed on numpy's "setting an array element
+    # with a sequence ... inhomogeneous shape", or pandas' "unhashable type: 'list'" from
+    # deep inside
+    with pytest.raises(ValueError, match=r"X must be 2-D \(rows x features\) with the same "
+                       r"number of features in every row; its rows differ in length"):
+        make().fit([[1.0, 2.0], [3.0]] * 10, Y_OK, X_OK, Y_OK)
+    with pytest.raises(ValueError, match=r"y holds a label of type list \(\[0\]\): a label "
+                       "must be one number or text"):
+        make().fit(X_OK, pd.Series([[0], [1]] * 10), X_OK, Y_OK)
+    with pytest.raises(ValueError, match=r"y must be 1-D with one target per row; its entries "
+                       "are sequences of different lengths"):
+        make().fit(X_OK, [[0], [1, 2]] * 10, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
 def test_rows_without_feature_columns_are_refused_by_every_method(make):
     # DataOOB and ThresholdingOOB ended in scikit-learn's "Found array with 0 feature(s)",
     # TDShap/TMC/LOO in "the estimator failed on every fit", KNNShapley valued them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -79,7 +80,11 @@ def as_features(X: Any, name: str) -> np.ndarray:
                 "(e.g. sklearn.preprocessing.OneHotEncoder or pandas.get_dummies)."
             )
         X = X.to_numpy(dtype=float)
-    arr = np.asarray(X)
+    try:
+        arr = np.asarray(X)
+    except ValueError:  # numpy's "setting an array element with a sequence ... inhomogeneous"
+        raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
+                         "features in every row; its rows differ in length.") from None
     check_not_records(arr, name)
     if arr.dtype == object or arr.dtype.kind in "US":
         try:
@@ -115,11 +120,20 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     """``y`` as a 1-D array with ``n_rows`` entries and no NaN."""
     check_not_estimator(y, name)
     check_unmasked(y, name, impute=None)
-    arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series | pd.DataFrame) else y)
+    try:
+        arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series | pd.DataFrame) else y)
+    except ValueError:  # numpy's "setting an array element with a sequence ... inhomogeneous"
+        raise ValueError(f"{name} must be 1-D with one target per row; its entries are "
+                         "sequences of different lengths.") from None
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one target per row, got shape {arr.shape}.")
+    odd = next((v for v in arr if not isinstance(v, Hashable)), None) \
+        if arr.dtype == object else None
+    if odd is not None:  # the classes are counted by hashing: "unhashable type: 'list'"
+        raise ValueError(f"{name} holds a label of type {type(odd).__name__} ({shown(odd)}): "
+                         "a label must be one number or text.")
     if len(arr) != n_rows:
         raise ValueError(
             f"{x_name} has {n_rows} rows but {name} has {len(arr)}: they must have the same length."
