@@ -162,7 +162,10 @@ class MetricSpec:
     bound_kind: str | None
 
     def score(self, estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
-        value = self.scorer(estimator, X, y)
+        return self.number(self.scorer(estimator, X, y))
+
+    def number(self, value: Any) -> float:
+        """What the metric returned, as a float, or a ``TypeError`` naming it."""
         try:
             return float(value)
         except (TypeError, ValueError):  # a callable's own metric returning None, a list...

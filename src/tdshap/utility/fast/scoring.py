@@ -62,4 +62,6 @@ def row_scorer(spec: MetricSpec) -> RowScorer:
     fn = spec.from_predictions
     if fn is None:
         raise ValueError(f"metric {spec.name!r} cannot score predictions alone.")
-    return lambda y, P: np.array([float(fn(y, p)) for p in P])
+    # the fast paths score so: a metric returning no number is named as MetricSpec.score
+    # names it (float() said "could not convert string to float: 'x'")
+    return lambda y, P: np.array([spec.number(fn(y, p)) for p in P])
