@@ -359,6 +359,22 @@ def test_duplicate_column_names_in_parquet(tmp_path: Path) -> None:
     assert_input_error(res, tmp_path / "out", "duplicate column names: a", "rename them")
 
 
+def test_parquet_with_column_levels_is_refused_with_the_fix(tmp_path: Path) -> None:
+    # a frame with two levels of column names saved to Parquet: --target y was "not in"
+    # the file, whose columns were listed as ('f', 'a'), ..., ('t', 'y'), nor was "('t', 'y')"
+    pytest.importorskip("pyarrow")
+    from tdshap.app.tabular import read_table
+
+    frame = table()
+    frame.columns = pd.MultiIndex.from_tuples([("f", "a"), ("f", "b"), ("f", "colour"),
+                                               ("t", "y")])
+    frame.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match=r"training file .*t.parquet has column names of 2 "
+                       r"levels \(e.g. \('f', 'a'\)\): tdshap takes one name per column; "
+                       r"save it with one-level names"):
+        read_table(tmp_path / "t.parquet", "training file")
+
+
 def test_spaces_around_a_header_name_are_not_part_of_it(tmp_path: Path) -> None:
     # pandas kept "y " (and a tab before "b"): --target y was "not in" a file whose column
     # list showed "a, b, colour, y "; the duplicate check already read the names stripped

@@ -154,6 +154,13 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
                          "rename them so each column has its own name.")
+    if isinstance(frame.columns, pd.MultiIndex):
+        # a Parquet file of a frame with column levels: no --target or --id-column could
+        # name a column ("target column 'y' is not in ... (its columns: ('t', 'y'), ...)")
+        raise ValueError(f"{what} {path} has column names of {frame.columns.nlevels} levels "
+                         f"(e.g. {frame.columns[0]!r}): tdshap takes one name per column; save "
+                         "it with one-level names, e.g. frame.columns = ['_'.join(map(str, c)) "
+                         "for c in frame.columns].")
     if not is_parquet(path):
         # the names as the duplicate check reads them: pandas keeps spaces after a name and
         # a tab before it ("y "), so --target y was "not in" a file listing "..., y "
