@@ -51,10 +51,13 @@ def test_loading_a_future_format_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("path", [3, None, b"r.json"])
-def test_loading_from_something_not_a_path_names_it(path):
-    # pathlib's "argument should be a str or an os.PathLike object ..., not 'int'"
+def test_loading_or_saving_to_something_not_a_path_names_it(path):
+    # pathlib's "argument should be a str or an os.PathLike object ..., not 'int'" (save
+    # said it still, after load was fixed)
     with pytest.raises(TypeError, match=r"path=.* must be a file's path \(a str or a Path\)"):
         ValuationResult.load(path)
+    with pytest.raises(TypeError, match=r"path=.* must be a file's path \(a str or a Path\)"):
+        _result().save(path)
 
 
 @pytest.mark.parametrize(("edit", "message"), [

@@ -327,7 +327,7 @@ class ValuationResult:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write to ``path``: ``.json`` or ``.npz`` by suffix, atomically."""
-        path = Path(path)
+        path = _file_path(path)
         if path.suffix == ".json":
             # strict JSON writes NaN and inf as null, read back as NaN: a value of -inf (a
             # harmful row) came back as NaN (not harmful), a threshold of -inf as none (0)
@@ -406,9 +406,7 @@ class ValuationResult:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ValuationResult:
         """Read a result written by :meth:`save` (:class:`ResultFileError` if it is not one)."""
-        if not isinstance(path, str | os.PathLike):  # Path(3): pathlib's bare TypeError
-            raise TypeError(f"path={path!r} must be a file's path (a str or a Path).")
-        path = Path(path)
+        path = _file_path(path)
         if path.suffix not in (".json", ".npz"):
             raise ValueError(f"cannot load {path}: expected a .json or .npz file.")
         if path.exists() and not path.is_file():
@@ -442,3 +440,11 @@ class ValuationResult:
             raise ResultFileError(
                 f"{path} is not a readable tdshap result ({type(err).__name__}: {err})."
             ) from None
+
+
+def _file_path(path: Any) -> Path:
+    """``path`` as a Path, or a ``TypeError``: Path(3) and Path(b"r.json") raise pathlib's
+    bare "expected str, bytes or os.PathLike object, not int"."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path={path!r} must be a file's path (a str or a Path).")
+    return Path(path)
