@@ -48,6 +48,13 @@ def test_loading_a_future_format_is_refused(tmp_path):
     p.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="version 99"):
         ValuationResult.load(p)
+    # the version as text said "format version 1 is not supported (this tdshap reads
+    # version 1)"
+    data["format_version"] = "1"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"format version '1' is not supported \(this tdshap "
+                       r"reads version 1\)"):
+        ValuationResult.load(p)
 
 
 @pytest.mark.parametrize("path", [3, None, b"r.json"])

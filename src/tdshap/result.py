@@ -365,7 +365,7 @@ class ValuationResult:
         version = data.get("format_version")
         if version != FORMAT_VERSION:
             raise ResultFileError(
-                f"ValuationResult format version {version} is not supported "
+                f"ValuationResult format version {version!r} is not supported "
                 f"(this tdshap reads version {FORMAT_VERSION})."
             )
 
