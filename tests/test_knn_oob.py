@@ -86,6 +86,9 @@ def test_intervals_are_those_of_the_evidence_bags():
     assert np.all(many.is_credibly_harmful <= (many.values < 0.5))
     with pytest.raises(ValueError, match="evidence_bags"):
         KNNOutOfBag(evidence_bags=0).fit(X, y)
+    # the draws are an int64 count: 10**30 was numpy's OverflowError after the search
+    with pytest.raises(ValueError, match=r"evidence_bags=10+ must be a whole number from 3 to"):
+        KNNOutOfBag(evidence_bags=10**30).fit(X, y)
 
 
 def test_planted_flips_rank_lowest_and_the_cut_takes_them():

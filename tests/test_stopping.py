@@ -69,8 +69,19 @@ def test_absolute_rule_fires_once_values_stop_moving():
     # with max_iter=None it ran forever
     ({"time_budget": float("inf"), "max_rounds": None}, "time_budget=inf must be a finite"),
     ({"atol": 0.1, "atol_window": 0}, "atol_window=0"),
+    # numpy's "ufunc 'isfinite' not supported for the input types" (a Python int is finite)
+    ({"time_budget": -10**30}, r"time_budget=-1000000000000000000000000000000 must be a finite"),
+    # the deque of the window: "OverflowError: Python int too large to convert to C ssize_t"
+    ({"rtol": 0.05, "rtol_window": 10**30}, r"rtol_window=10+ must be a whole number from 1 "
+     r"to 9223372036854775807"),
+    ({"atol": 0.1, "atol_window": 10**30}, r"atol_window=10+ must be a whole number from 1"),
     ({}, "No stopping criterion: set at least one of max_iter, time_budget, atol or rtol"),
 ])
 def test_bad_limits_name_the_parameter(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build_stopping(**kwargs)
+
+
+def test_a_time_budget_beyond_numpys_numbers_is_a_budget() -> None:
+    # a Python int is finite: 10**30 seconds was numpy's TypeError from isfinite
+    assert build_stopping(time_budget=10**30) is not None

@@ -58,6 +58,7 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._validation import check_bag_rows, check_number
 from tdshap.methods.direct import DirectValuation
+from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
 from tdshap.utility.fast.budget import over_budget
@@ -198,7 +199,8 @@ class KNNOutOfBag(DirectValuation):
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> KNNOutOfBag:
         """Value every row of ``(X, y)``; ``X_val``/``y_val`` are accepted and unused."""
         Xa, ya = self._start(X, y)
-        check_number(self.evidence_bags, "evidence_bags", low=3, integer=True)
+        # the draws are an int64 count per row: 10**30 was numpy's OverflowError
+        check_number(self.evidence_bags, "evidence_bags", low=3, high=MAX_ROUNDS, integer=True)
         check_search(self.neighbor_search)
         estimator = KNeighborsClassifier(5) if self.estimator is None else self.estimator
         problem = closed_form_problem(estimator)

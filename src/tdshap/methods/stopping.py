@@ -216,7 +216,9 @@ def build_stopping(
     # this order (rtol first, atol last) keeps ``stopped_by`` as each method listed it
     if rtol is not None:
         check_number(rtol, "rtol", low=0, hint="Ghorbani & Zou's TMC rule uses rtol=0.05.")
-        check_number(rtol_window, "rtol_window", low=1, integer=True)
+        # a deque holds the window: 10**30 was "OverflowError: Python int too large to
+        # convert to C ssize_t"
+        check_number(rtol_window, "rtol_window", low=1, high=MAX_ROUNDS, integer=True)
         parts.append(MeanRelativeChange(rtol, int(rtol_window)))
     if max_rounds is not None:
         check_number(max_rounds, rounds_name, low=min_rounds, high=MAX_ROUNDS, integer=True,
@@ -228,7 +230,9 @@ def build_stopping(
         # inf passed for a limit and, with max_iter=None, ran forever
         if isinstance(time_budget, bool | np.bool_) or not (
                 isinstance(time_budget, int | float | np.number) and time_budget > 0
-                and np.isfinite(time_budget)):
+                # a Python int is finite, and may exceed what numpy's isfinite takes
+                # (10**30: "ufunc 'isfinite' not supported for the input types")
+                and (isinstance(time_budget, int) or np.isfinite(time_budget))):
             raise ValueError(f"time_budget={time_budget!r} must be a finite number of "
                              "seconds > 0, or None for no limit on time.")
         parts.append(TimeBudget(time_budget))
@@ -236,7 +240,7 @@ def build_stopping(
         if not (isinstance(atol, int | float | np.number) and atol > 0):
             raise ValueError(f"atol={atol!r} must be > 0 (in units of the metric), or "
                              "None not to stop on small changes.")
-        check_number(atol_window, "atol_window", low=1, integer=True)
+        check_number(atol_window, "atol_window", low=1, high=MAX_ROUNDS, integer=True)
         parts.append(MaxAbsoluteChange(atol, int(atol_window)))
     if not parts:
         raise ValueError(
