@@ -30,22 +30,19 @@ import numpy as np
 import tdshap.cleansing
 from benchmarks import detection
 from benchmarks.detection import DATASETS, GROUPS, MODELS, NOISE
+from tdshap.utility.metrics import TRUE_CLASS_PROBA, row_scores
 
 SCORES = ("brier", "true_class_proba")
 
 
 def row_true_class_proba(model: Any, X: np.ndarray, y: np.ndarray, classes: np.ndarray
                          ) -> np.ndarray | None:
-    """Each row's predicted probability of its label (higher is better); None where the
-    Brier score would be None (no probabilities, a label the model cannot score)."""
-    brier = _ROW_BRIER(model, X, y, classes)
-    if brier is None:
+    """Each row's predicted probability of its label (0 for a class the model never saw;
+    higher is better); None for a model without usable probabilities, as the Brier score."""
+    try:
+        return row_scores(model, X, y, TRUE_CLASS_PROBA)
+    except Exception:  # the test then uses the metric, as for the Brier score
         return None
-    proba = np.asarray(model.predict_proba(X), dtype=float)
-    columns = {c: i for i, c in enumerate(np.asarray(model.classes_).tolist())}
-    # a class the model was fitted without has probability 0
-    return np.array([proba[r, columns[c]] if c in columns else 0.0
-                     for r, c in enumerate(np.asarray(y).tolist())])
 
 
 _ROW_BRIER = tdshap.cleansing._row_brier
