@@ -215,6 +215,26 @@ def _fashion() -> tuple[np.ndarray, np.ndarray]:
     return X.reshape(len(X), -1).astype(float), np.concatenate([d.y_train, d.y_val, d.y_test])
 
 
+def _duplicated() -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_classification(300, 6, random_state=44)
+    return np.vstack([X, X]), np.concatenate([y, y])
+
+
+def _constant_columns() -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_blobs(600, centers=3, cluster_std=3.0, random_state=45)
+    return np.hstack([X, np.ones((len(X), 3)), np.zeros((len(X), 1))]), y
+
+
+def _scaled() -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_classification(600, 6, random_state=48)
+    return X * np.array([1e-6, 1.0, 1e6, 1.0, 1e3, 1.0]), y
+
+
+def _heavy_tailed() -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_regression(600, 6, noise=0.0, random_state=46)
+    return X, y + 15.0 * np.random.default_rng(46).standard_t(2, len(y))
+
+
 def _abalone() -> tuple[np.ndarray, np.ndarray]:
     # 2,000 of Abalone's 4,177 rows (one seeded draw): Rings from the measurements
     from experiments.datasets import load_abalone
@@ -297,12 +317,31 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
                     "regression"),
     "friedman6": (lambda: make_friedman1(600, n_features=6, noise=3.0, random_state=38),
                   "regression"),
+    # added in session 26 and measured once, before any change (the 'rehearsal' group):
+    # shapes the sets above lack: 50 training rows, ten classes, a 93/7 balance, every
+    # row twice, constant columns, features on scales 1e-6 to 1e6, a heavy-tailed
+    # (Student t, 2 df) target noise, a 50-row regression
+    "tiny": (lambda: make_classification(100, 5, n_informative=3, random_state=41),
+             "classification"),
+    "many_class": (lambda: make_classification(900, 20, n_informative=12, n_classes=10,
+                                               n_clusters_per_class=1, class_sep=1.5,
+                                               random_state=42), "classification"),
+    "imb95": (lambda: make_classification(1200, 8, weights=[0.93, 0.07], flip_y=0,
+                                          random_state=43), "classification"),
+    "dup": (_duplicated, "classification"),
+    "const": (_constant_columns, "classification"),
+    "scaled": (_scaled, "classification"),
+    "heavy": (_heavy_tailed, "regression"),
+    "tiny_reg": (lambda: make_regression(100, 4, noise=10.0, random_state=47), "regression"),
 }
-#: --datasets groups: the five sets added as a first unseen check, and session 23's eight
+#: --datasets groups: the five sets added as a first unseen check, session 23's eight
+#: and session 26's eight
 GROUPS: dict[str, tuple[str, ...]] = {
     "extra": ("breast_cancer", "moons", "blobs8", "hard_binary", "linear"),
     "unseen": ("hard_sep", "four_class", "moons35", "blobs4", "weighted", "quantiles2",
                "regression8", "friedman6"),
+    "rehearsal": ("tiny", "many_class", "imb95", "dup", "const", "scaled", "heavy",
+                  "tiny_reg"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 
@@ -843,7 +882,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--datasets", nargs="+", choices=[*DATASETS, *GROUPS],
                         default=list(DEFAULT_DATASETS),
                         help="names, or a group: 'extra' (five sets added as an unseen "
-                        "check), 'unseen' (session 23's eight)")
+                        "check), 'unseen' (session 23's eight), 'rehearsal' (session 26's "
+                        "eight)")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--seeds", type=int, default=None, help="default 3 (1 with --quick)")
     parser.add_argument("--noise", type=float, default=NOISE)

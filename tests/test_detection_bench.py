@@ -86,7 +86,8 @@ def test_the_dataset_groups_name_sets_that_load_for_their_task(bench):
         for name in names:
             load, task = bench.DATASETS[name]
             X, y = load()
-            assert X.ndim == 2 and len(X) == len(y) >= 300, name
+            # at least the rehearsal's two tiny sets (100 rows: 50 training rows)
+            assert X.ndim == 2 and len(X) == len(y) >= 100, name
             # classes as whole numbers, a regression target with many values
             assert (len(np.unique(y)) <= 10) == (task == "classification"), name
 
