@@ -96,6 +96,10 @@ def test_bad_settings_are_refused() -> None:
         ThresholdingOOB(KNeighborsClassifier(), "r2").fit(X, y)
     with pytest.raises(ValueError, match="k="):
         ThresholdingOOB(KNeighborsClassifier(), k=0).fit(X, y)
+    for name, bad in (("eps_factor", float("nan")), ("eps_factor", -0.1),
+                      ("outlier_factor", float("inf")), ("outlier_factor", "2")):
+        with pytest.raises(ValueError, match=f"{name}=.* must be a number >= 0"):
+            ThresholdingOOB(KNeighborsClassifier(), **{name: bad}).fit(X, y)
 
 
 def test_the_first_pass_stays_at_twenty_bags_for_large_n() -> None:

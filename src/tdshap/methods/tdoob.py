@@ -244,6 +244,11 @@ class ThresholdingOOB(BaseValuation):
             if getattr(self, name) != "auto":
                 check_number(getattr(self, name), name, low=0 if name == "eps" else None,
                              hint="It is in units of the per-row score, or 'auto'.")
+        check_number(self.outlier_factor, "outlier_factor", low=0,
+                     hint="It is how many robust standard deviations below the median "
+                     "tau='auto' lies (default 2.0).")
+        check_number(self.eps_factor, "eps_factor", low=0,
+                     hint="eps='auto' is this times the robust spread (default 0.3).")
         if self.k == "auto":
             self.k_ = max(1, min(50, n // 10)) if n < 1000 else n // 20
         else:
