@@ -323,6 +323,15 @@ def test_rows_without_feature_columns_are_refused_by_every_method(make):
         make().fit(X_OK[:, :0], Y_OK, X_OK[:, :0], Y_OK)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_repeated_column_names_are_refused_by_every_method(make):
+    # find_harmful refused them; a method's fit called the numeric columns "non-numeric"
+    # (pandas gives a table for a repeated name)
+    frame = pd.DataFrame(X_OK, columns=["a", "a"])
+    with pytest.raises(ValueError, match=r"X has duplicate column names: a; rename them"):
+        make().fit(frame, Y_OK, X_OK, Y_OK)
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

@@ -65,6 +65,16 @@ def check_not_records(arr: np.ndarray, name: str) -> None:
                      "its values as numbers, one column per feature.")
 
 
+def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
+    """Refuse repeated column names: ``frame[c]`` is then a table, not a column, and the
+    repeated columns were called "non-numeric" whatever they held."""
+    dupes = frame.columns[frame.columns.duplicated()]
+    if len(dupes):
+        raise ValueError(f"{name} has duplicate column names: "
+                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
+                         "column has its own name.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
@@ -73,6 +83,7 @@ def as_features(X: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                          "valued as dense arrays).")
     if isinstance(X, pd.DataFrame):
+        check_unique_columns(X, name)
         bad = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
         if bad:
             raise ValueError(

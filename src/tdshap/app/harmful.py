@@ -30,6 +30,7 @@ from tdshap._validation import (
     check_not_records,
     check_random_state,
     check_same_index,
+    check_unique_columns,
     check_unmasked,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
@@ -84,11 +85,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
     if len(frame) == 0 or frame.shape[1] == 0:
         raise ValueError(f"{name} has {len(frame)} rows and {frame.shape[1]} columns: it needs "
                          "at least one of each.")
-    dupes = frame.columns[frame.columns.duplicated()]
-    if len(dupes):
-        raise ValueError(f"{name} has duplicate column names: "
-                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
-                         "column has its own name.")
+    check_unique_columns(frame, name)
     return frame
 
 
