@@ -332,6 +332,15 @@ def test_repeated_column_names_are_refused_by_every_method(make):
         make().fit(frame, Y_OK, X_OK, Y_OK)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_complex_columns_are_refused_by_every_method(make):
+    # a complex array was refused, but a table's complex column was valued on its real
+    # part, with only numpy's ComplexWarning
+    frame = pd.DataFrame({"a": X_OK[:, 0], "b": X_OK[:, 1] + 1j})
+    with pytest.raises(ValueError, match=r"X has complex-valued columns \['b'\]: split"):
+        make().fit(frame, Y_OK, X_OK, Y_OK)
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

@@ -90,6 +90,11 @@ def as_features(X: Any, name: str) -> np.ndarray:
                 f"{name} has non-numeric columns {bad[:5]}: encode them first "
                 "(e.g. sklearn.preprocessing.OneHotEncoder or pandas.get_dummies)."
             )
+        # to_numpy(dtype=float) keeps their real parts, with only numpy's ComplexWarning
+        complex_ = [c for c in X.columns if pd.api.types.is_complex_dtype(X[c])]
+        if complex_:
+            raise ValueError(f"{name} has complex-valued columns {complex_[:5]}: split each "
+                             "into a real and an imaginary column (np.real, np.imag).")
         X = X.to_numpy(dtype=float)
     try:
         arr = np.asarray(X)
