@@ -341,6 +341,27 @@ def test_complex_columns_are_refused_by_every_method(make):
         make().fit(frame, Y_OK, X_OK, Y_OK)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_validation_columns_in_another_order_or_of_other_names_are_refused(make):
+    # the features are paired by position: a reordered or renamed X_val was scored on
+    # other features, silently (find_harmful matches them by name)
+    if isinstance(make(), DataOOB):  # which ignores validation rows
+        return
+    X = pd.DataFrame(X_OK + np.array([0.0, 1.0]), columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"X_val has X's columns in a different order "
+                       r"\(features are paired by position\): pass X_val\[X.columns\]"):
+        make().fit(X, Y_OK, X[["b", "a"]], Y_OK)
+    with pytest.raises(ValueError, match=r"X_val's columns do not match X's: it lacks b and "
+                       "has extra c"):
+        make().fit(X, Y_OK, X.rename(columns={"b": "c"}), Y_OK)
+
+
+def test_cleanse_refuses_test_columns_in_another_order():
+    X = pd.DataFrame(X_OK + np.array([0.0, 1.0]), columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"X_test has X's columns in a different order"):
+        cleanse(np.linspace(-1, 1, 20), _tree(), X, Y_OK, X, Y_OK, X[["b", "a"]], Y_OK)
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

@@ -184,6 +184,25 @@ def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
                      f"position): {fix}.")
 
 
+def check_same_columns(X: Any, other: Any, x_name: str, other_name: str) -> None:
+    """Refuse two tables whose column names differ: the features are paired by position,
+    so a reordered or renamed ``other`` would silently score models on other features."""
+    if not isinstance(X, pd.DataFrame) or not isinstance(other, pd.DataFrame):
+        return
+    if X.columns.equals(other.columns):
+        return
+    if X.columns.size == other.columns.size and set(X.columns) == set(other.columns):
+        raise ValueError(f"{other_name} has {x_name}'s columns in a different order (features "
+                         f"are paired by position): pass {other_name}[{x_name}.columns].")
+    missing = [str(c) for c in X.columns if c not in other.columns]
+    extra = [str(c) for c in other.columns if c not in X.columns]
+    parts = ([f"lacks {', '.join(missing[:5])}"] if missing else []) + (
+        [f"has extra {', '.join(extra[:5])}"] if extra else [])
+    raise ValueError(f"{other_name}'s columns do not match {x_name}'s: it "
+                     f"{' and '.join(parts) or 'repeats some'}; give it the same columns "
+                     f"(e.g. {other_name}[{x_name}.columns]).")
+
+
 def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features and targets of one set of rows, checked to be the same rows."""
     Xa = as_features(X, x_name)
@@ -200,6 +219,7 @@ def check_data(
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
     Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
+    check_same_columns(X, X_val, "X", "X_val")
     if len(Xv) == 0:
         raise ValueError(
             "X_val is empty: the validation set needs at least one row to score models on."
