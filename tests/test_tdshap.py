@@ -389,6 +389,13 @@ def test_text_labels_against_number_labels_are_refused(fit):
         fit(text, Y_OK)
     with pytest.raises(ValueError, match=r"y holds numbers \(0, 1\) but y_val holds text"):
         fit(Y_OK, text.astype(object))
+    # bytes (as pandas.read_sas gives text) are not text: b"0" != "0", yet numpy's isin
+    # of many labels said they were, and every value was silently 0
+    with pytest.raises(ValueError, match=r"y holds text labels \('0', '1'\) but y_val holds "
+                       r"bytes \(b'0', b'1'\): .*\(decode the bytes to text"):
+        fit(text, text.astype(bytes))
+    with pytest.raises(ValueError, match=r"y holds bytes \(b'0', b'1'\) but y_val holds text"):
+        fit(text.astype(bytes).astype(object), text)
 
 
 @pytest.mark.parametrize("fit", [

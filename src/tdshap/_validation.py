@@ -238,10 +238,11 @@ def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> 
     no held-out label equals a training label, so every model scores 0, silently."""
     kinds = _label_kind(y), _label_kind(other)
     if kinds[0] != kinds[1]:
+        fix = ("decode the bytes to text, e.g. [v.decode() for v in labels]"
+               if "bytes" in kinds else f"e.g. {name}.astype(str), or numbers in both")
         raise ValueError(f"y holds {kinds[0]} ({_shown(y)}) but {name} holds {kinds[1]} "
                          f"({_shown(other)}): no {name} label can equal a training label. "
-                         f"Give both the same type (e.g. {name}.astype(str), or numbers in "
-                         "both).")
+                         f"Give both the same type ({fix}).")
 
 
 def _shown(a: np.ndarray) -> str:
@@ -261,8 +262,12 @@ def check_shared_classes(y: np.ndarray, other: np.ndarray, name: str = "y_val") 
 
 
 def _label_kind(y: np.ndarray) -> str:
-    """``"text labels"`` or ``"numbers"`` (booleans count as numbers: True == 1)."""
-    text = y.dtype.kind in "US" or (y.dtype == object and all(isinstance(v, str) for v in y))
+    """``"text labels"``, ``"bytes"`` or ``"numbers"`` (booleans count as numbers: True ==
+    1). Bytes are not text: b"a" != "a", though numpy's ``isin`` of many labels says so."""
+    if y.dtype.kind == "S" or (y.dtype == object and len(y) and all(
+            isinstance(v, bytes) for v in y)):
+        return "bytes"
+    text = y.dtype.kind == "U" or (y.dtype == object and all(isinstance(v, str) for v in y))
     return "text labels" if text else "numbers"
 
 
