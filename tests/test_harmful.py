@@ -219,6 +219,21 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
 
 
+def test_labels_that_differ_only_in_spaces_at_their_ends_are_warned_of() -> None:
+    from tdshap.app.tabular import check_target
+
+    # a CSV reader drops the spaces before a value, not after it: "yes " was a third class
+    # beside "yes" and "no", silently
+    y = pd.Series(["yes", "no", "yes ", "no"] * 5, name="t")
+    with pytest.warns(UserWarning, match=r"target column 't' of the training data holds "
+                      r"labels that differ only in spaces at their ends \('yes', 'yes '\)"):
+        check_target(y, "classification")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_target(y.str.strip(), "classification")
+        check_target(y.str.strip().astype("category"), "classification")
+
+
 def test_labels_a_file_reader_changes_are_named_in_the_error() -> None:
     from tdshap.app.tabular import check_target
 

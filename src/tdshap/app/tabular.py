@@ -403,7 +403,26 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
             f"target column {name!r} has a single class ({plain_value(y.iloc[0])!r}): "
             f"classification needs at least two{merged}."
         )
+    _warn_spaced_labels(y, what)
     return y.to_numpy()
+
+
+def _warn_spaced_labels(y: pd.Series, what: str) -> None:
+    """Warn of text labels that differ only in spaces at their ends ("yes" and "yes "): a
+    CSV reader drops the spaces before a value, not after it, so a stray space made a class
+    of its own, silently."""
+    if pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        return
+    spellings: dict[str, list[str]] = {}
+    for level in pd.unique(y.to_numpy()):
+        if isinstance(level, str):
+            spellings.setdefault(level.strip(), []).append(level)
+    split = next((found for found in spellings.values() if len(found) > 1), None)
+    if split is not None:
+        warnings.warn(f"target column {y.name!r} of the {what} holds labels that differ only "
+                      f"in spaces at their ends ({', '.join(repr(v) for v in split[:3])}): "
+                      "each is a class of its own; strip the spaces (e.g. y.str.strip() or "
+                      "in the file) if they are one class.", UserWarning, stacklevel=3)
 
 
 # -- features -----------------------------------------------------------------
