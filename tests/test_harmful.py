@@ -219,6 +219,16 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
 
 
+def test_a_complex_regression_target_is_refused() -> None:
+    # its imaginary parts were dropped, with only numpy's ComplexWarning
+    X, y = _X, np.arange(len(_X), dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way
+        with pytest.raises(ValueError, match=r"target column 'y' holds complex numbers: a "
+                           "regression target must be real"):
+            tdshap.find_harmful(X, y + 1j, Ridge())
+
+
 def test_labels_that_differ_only_in_spaces_at_their_ends_are_warned_of() -> None:
     from tdshap.app.tabular import check_target
 

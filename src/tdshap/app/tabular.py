@@ -297,7 +297,8 @@ def check_same_columns(train: pd.DataFrame, other: pd.DataFrame, what: str) -> N
 
 def first_fraction(y: pd.Series) -> float | None:
     """The first value of a numeric target column that is not a whole number, if any."""
-    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y) or \
+            pd.api.types.is_complex_dtype(y):  # refused by check_target
         return None
     values = y.to_numpy(dtype=float)
     values = values[np.isfinite(values)]
@@ -358,6 +359,10 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                              f"{y.index[bad[0]]} of the {what}: drop that row or give a "
                              "finite value.")
     if task == "regression":
+        if pd.api.types.is_complex_dtype(y):  # to_numpy(dtype=float) keeps the real parts
+            raise ValueError(f"target column {name!r} holds complex numbers: a regression "
+                             "target must be real; value its real part (np.real) or its "
+                             "magnitude (np.abs), or each in a run of its own.")
         if not numeric:
             raise ParameterError(
                 f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
