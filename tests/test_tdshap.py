@@ -362,6 +362,14 @@ def test_cleanse_refuses_test_columns_in_another_order():
         cleanse(np.linspace(-1, 1, 20), _tree(), X, Y_OK, X, Y_OK, X[["b", "a"]], Y_OK)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_complex_targets_are_refused_by_every_method(make):
+    # scikit-learn refused them on every fit ("the estimator failed on every one of its
+    # fits ... fix the estimator"); KNNShapley took them as labels
+    with pytest.raises(ValueError, match=r"y holds complex numbers: a target must be real"):
+        make().fit(X_OK, Y_OK + 1j, X_OK, Y_OK + 1j)
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

@@ -154,6 +154,10 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
         raise ValueError(
             f"{x_name} has {n_rows} rows but {name} has {len(arr)}: they must have the same length."
         )
+    if arr.dtype.kind == "c":  # scikit-learn's "Complex data not supported" on every fit
+        raise ValueError(f"{name} holds complex numbers: a target must be real numbers or "
+                         f"labels; give its real part (np.real({name})) or its magnitude "
+                         f"(np.abs({name})).")
     if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
     if arr.dtype == object and pd.isna(arr).any():
