@@ -219,6 +219,14 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
 
 
+def test_a_table_that_still_holds_the_target_is_refused() -> None:
+    # the model read the answer from the target's own column, silently
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"]).assign(t=_Y)
+    with pytest.raises(ValueError, match=r"X holds the target column 't' \(y is that "
+                       r"column\): every model would read the answer from it"):
+        tdshap.find_harmful(frame, frame["t"], LogisticRegression())
+
+
 def test_a_complex_regression_target_is_refused() -> None:
     # its imaginary parts were dropped, with only numpy's ComplexWarning
     X, y = _X, np.arange(len(_X), dtype=float)

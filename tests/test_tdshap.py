@@ -370,6 +370,16 @@ def test_complex_targets_are_refused_by_every_method(make):
         make().fit(X_OK, Y_OK + 1j, X_OK, Y_OK + 1j)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_a_table_that_still_holds_the_target_is_refused_by_every_method(make):
+    # every model read the answer from the target's own column: the values said nothing
+    frame = pd.DataFrame({"a": np.arange(20.0), "t": Y_OK})
+    with pytest.raises(ValueError, match=r"X holds the target column 't' \(y is that "
+                       r"column\).*X.drop\(columns='t'\)"):
+        make().fit(frame, frame["t"], X_OK, Y_OK)
+    make().fit(frame, frame["t"].rename("label"), frame, Y_OK)  # another column: taken
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

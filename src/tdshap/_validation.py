@@ -188,6 +188,26 @@ def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
                      f"position): {fix}.")
 
 
+def check_target_not_a_feature(X: Any, y: Any, x_name: str, y_name: str) -> None:
+    """Refuse a table ``X`` that still holds the target column (``y`` named and equal to
+    one of its columns): every model then reads the answer from it, so every row seemed
+    equally good and the values said nothing, silently."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        y = y.iloc[:, 0]
+    if not isinstance(y, pd.Series) or y.name is None or not X.columns.is_unique:
+        return
+    try:
+        found = y.name in X.columns
+    except TypeError:  # an unhashable name
+        return
+    if found and len(X) == len(y) and np.array_equal(X[y.name].to_numpy(), y.to_numpy()):
+        raise ValueError(f"{x_name} holds the target column {y.name!r} ({y_name} is that "
+                         f"column): every model would read the answer from it; drop it from "
+                         f"the features, e.g. {x_name}.drop(columns={y.name!r}).")
+
+
 def check_same_columns(X: Any, other: Any, x_name: str, other_name: str) -> None:
     """Refuse two tables whose column names differ: the features are paired by position,
     so a reordered or renamed ``other`` would silently score models on other features."""
@@ -212,6 +232,7 @@ def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.nd
     Xa = as_features(X, x_name)
     ya = as_target(y, y_name, len(Xa), x_name)
     check_same_index(X, y, x_name, y_name)
+    check_target_not_a_feature(X, y, x_name, y_name)
     return Xa, ya
 
 

@@ -30,6 +30,7 @@ from tdshap._validation import (
     check_not_records,
     check_random_state,
     check_same_index,
+    check_target_not_a_feature,
     check_unique_columns,
     check_unmasked,
 )
@@ -108,6 +109,7 @@ def _as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[pd.DataFrame, pd
     frame = _as_frame(X, x_name)
     series = _as_series(y, y_name, frame.index)
     check_same_index(X, y, x_name, y_name)
+    check_target_not_a_feature(X, y, x_name, y_name)
     return frame, series
 
 
