@@ -219,6 +219,17 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
 
 
+def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix() -> None:
+    # numpy read them as 0-d arrays: "y must be 1-D with one target per row of X (60), got
+    # shape ()", "X must be 2-D (rows x features), got shape ()"
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"]).assign(t=_Y)
+    with pytest.raises(ValueError, match=r"y='t' is the name of a column, not the targets"):
+        tdshap.find_harmful(frame, "t")
+    with pytest.raises(ValueError, match=r"X is text \('train.csv'\), not data: read the "
+                       "file first"):
+        tdshap.find_harmful("train.csv", "t")
+
+
 def test_a_table_that_still_holds_the_target_is_refused() -> None:
     # the model read the answer from the target's own column, silently
     frame = pd.DataFrame(_X, columns=["a", "b", "c"]).assign(t=_Y)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -378,6 +380,20 @@ def test_a_table_that_still_holds_the_target_is_refused_by_every_method(make):
                        r"column\).*X.drop\(columns='t'\)"):
         make().fit(frame, frame["t"], X_OK, Y_OK)
     make().fit(frame, frame["t"].rename("label"), frame, Y_OK)  # another column: taken
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix(make):
+    # numpy read them as 0-d arrays: "y must be 1-D with one target per row, got shape ()"
+    frame = pd.DataFrame({"a": np.arange(20.0), "t": Y_OK})
+    with pytest.raises(ValueError, match=r"y='t' is the name of a column, not the targets: "
+                       r"pass .* y=X\['t'\] and X=X.drop\(columns='t'\)"):
+        make().fit(frame, "t", X_OK, Y_OK)
+    with pytest.raises(ValueError, match=r"X is text \('train.csv'\), not data: read the "
+                       "file first"):
+        make().fit("train.csv", "t", X_OK, Y_OK)
+    with pytest.raises(ValueError, match=r"X is a path \(PosixPath\('train.csv'\)\)"):
+        make().fit(Path("train.csv"), Y_OK, X_OK, Y_OK)
 
 
 @pytest.mark.parametrize("make", [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable
 from typing import Any
 
@@ -51,6 +52,25 @@ def check_not_estimator(value: Any, name: str, usage: str = METHOD_USAGE) -> Non
                          f"in another order; {usage}.")
 
 
+def check_not_text(value: Any, name: str, X: Any = None, x_name: str = "X") -> None:
+    """Refuse a file's path or a column's name given where data go (``find_harmful(
+    "train.csv", "label")``): numpy read it as a 0-d array, and the error said "got shape
+    ()". ``X`` (named ``x_name``): the features, when ``value`` stands for targets (a name
+    of one of its columns is told so)."""
+    if not isinstance(value, str | os.PathLike):
+        return
+    if isinstance(X, pd.DataFrame) and isinstance(value, str) and value in X.columns:
+        raise ValueError(f"{name}={value!r} is the name of a column, not the targets: pass "
+                         f"the column's values and the other columns, e.g. "
+                         f"{name}={x_name}[{value!r}] and {x_name}={x_name}.drop(columns="
+                         f"{value!r}).")
+    what = "a path" if isinstance(value, os.PathLike) else "text"
+    fix = ("read the file first (e.g. pandas.read_csv or pandas.read_parquet) and pass its "
+           "feature columns" if X is None else "give one target per row (a list, a numpy "
+           "array or a pandas Series)")
+    raise ValueError(f"{name} is {what} ({shown(value)}), not data: {fix}.")
+
+
 def check_not_records(arr: np.ndarray, name: str) -> None:
     """Refuse a structured (record) array and raw bytes (numpy's void dtype): a table of
     named fields was read as 1-D ("got shape (60,)") or as "non-numeric", and raw bytes
@@ -78,6 +98,7 @@ def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
+    check_not_text(X, name)
     check_unmasked(X, name, impute="impute them (e.g. sklearn.impute.SimpleImputer)")
     if sp.issparse(X):  # np.asarray makes it a 0-d object array: "non-numeric" would mislead
         raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
@@ -230,6 +251,7 @@ def check_same_columns(X: Any, other: Any, x_name: str, other_name: str) -> None
 def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features and targets of one set of rows, checked to be the same rows."""
     Xa = as_features(X, x_name)
+    check_not_text(y, y_name, X, x_name)
     ya = as_target(y, y_name, len(Xa), x_name)
     check_same_index(X, y, x_name, y_name)
     check_target_not_a_feature(X, y, x_name, y_name)

@@ -28,6 +28,7 @@ from sklearn.base import is_classifier, is_regressor
 from tdshap._validation import (
     check_not_estimator,
     check_not_records,
+    check_not_text,
     check_random_state,
     check_same_index,
     check_target_not_a_feature,
@@ -106,7 +107,9 @@ def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
 
 def _as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[pd.DataFrame, pd.Series]:
     """One set of rows as a table and its targets, checked to be the same rows."""
+    check_not_text(X, x_name)
     frame = _as_frame(X, x_name)
+    check_not_text(y, y_name, X, x_name)
     series = _as_series(y, y_name, frame.index)
     check_same_index(X, y, x_name, y_name)
     check_target_not_a_feature(X, y, x_name, y_name)
