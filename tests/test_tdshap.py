@@ -397,6 +397,45 @@ def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix(make
 
 
 @pytest.mark.parametrize("make", [
+    lambda est: TDShap(est, "accuracy", n_min=2, k=2, max_iter=1),
+    lambda est: TMCShapley(est, "accuracy", max_permutations=1),
+    lambda est: LeaveOneOut(est, "accuracy"),
+    lambda est: DataOOB(est, n_estimators=2),
+    lambda est: ThresholdingOOB(est, max_iter=1),
+    lambda est: KNNShapley(est),
+    lambda est: KNNOutOfBag(est),
+], ids=[*_METHOD_IDS, "knn_oob"])
+def test_a_column_transformer_that_picks_columns_by_name_is_refused(make):
+    # the rows are valued as arrays without names: every fit failed with scikit-learn's
+    # "only supported for dataframes" (KNNShapley and KNNOutOfBag: from deep inside)
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["a", "b"])]),
+                          KNeighborsClassifier(3))
+    frame = pd.DataFrame(X_OK + np.eye(20, 2), columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"the estimator's ColumnTransformer picks columns by "
+                       r"name \(\['a', 'b'\]\), .* pick them by position"):
+        make(model).fit(frame, Y_OK, frame, Y_OK)
+    by_position = make_pipeline(ColumnTransformer([("num", StandardScaler(), [0, 1])]),
+                                KNeighborsClassifier(3))
+    make(by_position).fit(frame, Y_OK, frame, Y_OK)
+
+
+def test_cleanse_refuses_a_column_transformer_that_picks_columns_by_name():
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(ColumnTransformer([("num", StandardScaler(), make_column_selector(
+        dtype_include="number"))]), _tree())
+    with pytest.raises(ValueError, match=r"the estimator's ColumnTransformer picks columns by "
+                       "name"):
+        cleanse(np.linspace(-1, 1, 20), model, X_OK, Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),
 ], ids=["data_oob", "tdoob"])

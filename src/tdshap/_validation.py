@@ -336,6 +336,40 @@ def check_estimator(estimator: Any) -> None:
                          "(derive it from sklearn.base.BaseEstimator).") from None
 
 
+def picks_columns_by_name(columns: Any) -> bool:
+    """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
+    of names, or a callable (``make_column_selector``) that reads names or dtypes."""
+    if isinstance(columns, str) or callable(columns):
+        return True
+    if isinstance(columns, slice):
+        return isinstance(columns.start, str) or isinstance(columns.stop, str)
+    return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
+
+
+def check_columns_by_position(estimator: Any) -> None:
+    """Refuse a ColumnTransformer (anywhere in ``estimator``) that picks columns by name:
+    the rows are valued as numeric arrays (a DataFrame's values, without its names), so
+    every fit failed with scikit-learn's "only supported for dataframes", after the run
+    began (KNNShapley's Pipeline: from deep inside)."""
+    from sklearn.compose import ColumnTransformer
+
+    try:
+        parts = [estimator, *estimator.get_params(deep=True).values()]
+    except (AttributeError, TypeError):  # not an estimator: check_estimator refuses it
+        return
+    for part in parts:
+        if not isinstance(part, ColumnTransformer):
+            continue
+        for _, _, columns in part.transformers:
+            if picks_columns_by_name(columns):
+                raise ValueError(
+                    f"the estimator's ColumnTransformer picks columns by name "
+                    f"({shown(columns)}), but the rows are valued as numeric arrays without "
+                    "column names (X's values), so every fit would fail: pick them by "
+                    "position (e.g. [0, 2] for X's first and third columns), or encode the "
+                    "table first and give the estimator without the ColumnTransformer.")
+
+
 def check_bag_rows(n: int, method: str) -> None:
     """Out-of-bag values need two rows: a row is scored by the bags that leave it out, and
     one row is in every bag (a k-NN's neighbour lists then failed inside scikit-learn)."""

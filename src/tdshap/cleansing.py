@@ -31,6 +31,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from tdshap._io import jsonable
 from tdshap._validation import (
     as_pair,
+    check_columns_by_position,
     check_data,
     check_estimator,
     check_label_kinds,
@@ -280,6 +281,7 @@ def cleanse(
     check_number(n_bootstrap, "n_bootstrap", low=0, integer=True,
                  hint="0: no bootstrap, so the one_se rule removes nothing.")
     check_estimator(estimator)
+    check_columns_by_position(estimator)
     check_n_jobs(n_jobs, optional=True)
     # it seeds the grid models too: scikit-learn's seeds, not a Generator
     check_random_state(random_state, generator=False)

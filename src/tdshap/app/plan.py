@@ -22,7 +22,12 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import ParameterError, check_estimator, check_number
+from tdshap._validation import (
+    ParameterError,
+    check_estimator,
+    check_number,
+    picks_columns_by_name,
+)
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
 from tdshap.app.tabular import TableEncoder, plain_value
@@ -148,16 +153,6 @@ def _check_model_jobs(estimator: Any) -> None:
                 "`n_jobs` / --jobs.", "params")
 
 
-def _by_name(columns: Any) -> bool:
-    """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
-    of names, or a callable (``make_column_selector``) that reads names or dtypes."""
-    if isinstance(columns, str) or callable(columns):
-        return True
-    if isinstance(columns, slice):
-        return isinstance(columns.start, str) or isinstance(columns.stop, str)
-    return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
-
-
 def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
     """Refuse a ColumnTransformer that picks columns by name: the model is given the encoded
     table (:class:`~tdshap.app.tabular.TableEncoder`) as a numeric array without names, so
@@ -175,7 +170,7 @@ def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
         if not isinstance(part, ColumnTransformer):
             continue
         for _, _, columns in part.transformers:
-            if _by_name(columns):
+            if picks_columns_by_name(columns):
                 raise ParameterError(
                     f"the model's ColumnTransformer picks columns by name ({columns!r}), but "
                     "tdshap encodes the table itself (numeric columns standardised, text "

@@ -56,7 +56,7 @@ from scipy.stats import poisson
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import check_bag_rows, check_number
+from tdshap._validation import check_bag_rows, check_columns_by_position, check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.utility.fast.approximate_search import check_search
@@ -208,6 +208,7 @@ class KNNOutOfBag(DirectValuation):
             raise ValueError(f"KNNOutOfBag values a KNeighborsClassifier with uniform weights "
                              f"(or a Pipeline ending in one): {problem}; use ThresholdingOOB "
                              "or DataOOB for other models.")
+        check_columns_by_position(estimator)
         if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
             Xa = np.asarray(Pipeline(estimator.steps[:-1]).fit(Xa, ya).transform(Xa), float)
         model = knn_step(estimator)

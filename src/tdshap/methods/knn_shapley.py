@@ -99,6 +99,7 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import Pipeline
 
 from tdshap._validation import (
+    check_columns_by_position,
     check_data,
     check_number,
     check_same_columns,
@@ -338,6 +339,7 @@ class KNNShapley(DirectValuation):
         Xv_given, yv_given = Xv, yv  # the cut recognises the validation rows as given
         if self.estimator is not None:
             _knn_model(self.estimator)
+            check_columns_by_position(self.estimator)
             if isinstance(self.estimator, Pipeline) and len(self.estimator.steps) > 1:
                 head = Pipeline(self.estimator.steps[:-1]).fit(Xa, ya)
                 Xa, Xv = np.asarray(head.transform(Xa), float), np.asarray(head.transform(Xv),
