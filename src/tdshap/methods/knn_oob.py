@@ -63,6 +63,7 @@ from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
 from tdshap.utility.fast.budget import over_budget
 from tdshap.utility.fast.neighbor_lists import NeighborLists, check_eligible
+from tdshap.utility.fast.pipeline import head_features
 
 _METRICS: dict[str, tuple[str, ...]] = {"classification": ("true_class_proba",)}
 
@@ -209,8 +210,7 @@ class KNNOutOfBag(DirectValuation):
                              f"(or a Pipeline ending in one): {problem}; use ThresholdingOOB "
                              "or DataOOB for other models.")
         check_columns_by_position(estimator)
-        if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
-            Xa = np.asarray(Pipeline(estimator.steps[:-1]).fit(Xa, ya).transform(Xa), float)
+        (Xa,) = head_features(estimator, Xa, ya, method="KNNOutOfBag")
         model = knn_step(estimator)
         # a bag holds N rows (with repeats) and scikit-learn's k-NN refuses more neighbours
         # than it was fitted on, so DataOOB's every bag fails beyond N; the closed form would

@@ -107,6 +107,7 @@ from tdshap._validation import (
 )
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
+from tdshap.utility.fast.pipeline import head_features
 
 #: entries of one chunk's validation x training arrays: each float64 one is 8 MiB, and
 #: a regression chunk holds about ten at once
@@ -340,10 +341,7 @@ class KNNShapley(DirectValuation):
         if self.estimator is not None:
             _knn_model(self.estimator)
             check_columns_by_position(self.estimator)
-            if isinstance(self.estimator, Pipeline) and len(self.estimator.steps) > 1:
-                head = Pipeline(self.estimator.steps[:-1]).fit(Xa, ya)
-                Xa, Xv = np.asarray(head.transform(Xa), float), np.asarray(head.transform(Xv),
-                                                                           float)
+            Xa, Xv = head_features(self.estimator, Xa, ya, Xv, method="KNNShapley")
         if Xa.ndim != 2:  # scipy's distances would refuse it from deep inside
             raise ValueError(f"KNNShapley measures distances between rows of features: X must "
                              f"be 2-D (rows x features), got shape {Xa.shape}; flatten it "
