@@ -219,6 +219,19 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
 
 
+def test_held_out_rows_as_an_array_beside_a_table_are_refused_with_the_fix() -> None:
+    # the array's columns were named x0, x1, ...: "the validation data's columns do not
+    # match the training data's: it lacks a, b, c and has extra x0, x1, x2"
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"X_val has no column names \(it is an array\) but "
+                       r"X has \(a, b, c\): .*pandas.DataFrame\(X_val, columns=X.columns\)"):
+        tdshap.find_harmful(frame, _Y, LogisticRegression(), X_val=_X, y_val=_Y)
+    with pytest.raises(ValueError, match=r"X has no column names \(it is an array\) but "
+                       "X_test has"):
+        tdshap.find_harmful(_X, _Y, LogisticRegression(), X_val=_X, y_val=_Y, X_test=frame,
+                            y_test=_Y)
+
+
 def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix() -> None:
     # numpy read them as 0-d arrays: "y must be 1-D with one target per row of X (60), got
     # shape ()", "X must be 2-D (rows x features), got shape ()"
