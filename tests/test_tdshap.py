@@ -167,9 +167,11 @@ def test_a_metric_that_returns_no_number_is_named(breast_cancer_small, returns, 
         return returns
 
     # a k-NN is scored by the fast path (tdshap.utility.fast.scoring), which said float()'s
-    # "could not convert string to float: 'high'" or "only 0-dimensional arrays ..."
+    # "could not convert string to float: 'high'" or "only 0-dimensional arrays ..."; both
+    # are now refused before the run, as cleanse refuses it
     for model in (_tree(), KNeighborsClassifier(3)):
-        with pytest.raises(TypeError, match=f"metric 'my_metric' returned {shown}, not a "
+        with pytest.raises(ValueError, match=f"metric 'my_metric' cannot score the validation "
+                           f"rows \\(TypeError: metric 'my_metric' returned {shown}, not a "
                            "number"):
             TDShap(model, my_metric, n_min=10, k=5, max_iter=1, random_state=0).fit(
                 d.X_train, d.y_train, d.X_val, d.y_val)
@@ -433,6 +435,20 @@ def test_cleanse_refuses_a_column_transformer_that_picks_columns_by_name():
     with pytest.raises(ValueError, match=r"the estimator's ColumnTransformer picks columns by "
                        "name"):
         cleanse(np.linspace(-1, 1, 20), model, X_OK, Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", [
+    lambda metric: TDShap(_tree(), metric, n_min=2, k=2, max_iter=1),
+    lambda metric: TMCShapley(_tree(), metric, max_permutations=1),
+    lambda metric: LeaveOneOut(_tree(), metric),
+], ids=["tdshap", "tmc", "loo"])
+def test_a_metric_that_cannot_score_the_validation_rows_is_refused_before_the_run(make):
+    # f1 of three classes raised scikit-learn's "Target is multiclass but average='binary'"
+    # from deep inside the first fit (cleanse and find_harmful named it)
+    three = np.arange(20) % 3
+    with pytest.raises(ValueError, match=r"metric 'f1' cannot score the validation rows "
+                       r"\(ValueError: Target is multiclass.*\); choose another metric"):
+        make("f1").fit(X_OK + np.eye(20, 2), three, X_OK, three)
 
 
 @pytest.mark.parametrize("make", [

@@ -307,6 +307,11 @@ class Utility:
         # fits that raised (scored by the fallback): an application may stop a run with many
         self.n_failed_fits = 0
         self.first_error: str | None = None
+        # as cleanse and find_harmful check it: a metric that cannot score these rows (f1
+        # or roc_auc of more than two classes) raised from deep inside the run's first fit
+        problem = scoring_problem(self.metric, y, X_val, y_val, self.classifier)
+        if problem:
+            raise ValueError(f"metric {self.metric.name!r} {problem}; choose another metric.")
 
     @property
     def n(self) -> int:
