@@ -120,6 +120,10 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
         raise ValueError(f"{what} {path} is empty.")
     if is_parquet(path):
         _require_pyarrow()
+    elif _is_json(path):
+        raise ValueError(f"cannot read {what} {path} as CSV: it is JSON: save it as CSV or "
+                         "Parquet, e.g. pandas.read_json(path).to_csv('train.csv', index=False) "
+                         "(read_json(path, lines=True) for JSON Lines).")
     try:
         names = _header_names(path)
         # before the frame: pyarrow cannot read a Parquet file with two columns of one name
@@ -181,6 +185,15 @@ _BINARY_FORMATS = (
     (b"PAR1", "a Parquet file: give it the suffix .parquet"),
     (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) or Office file: export the sheet as CSV"),
 )
+
+
+def _is_json(path: Path) -> bool:
+    """Whether the file begins as JSON records or rows do: read as CSV, its first line was
+    a header of brackets ("has no data rows", or "target column 't' is not in ... (its
+    columns: [)")."""
+    with open(path, "rb") as fh:
+        head = re.sub(rb"\s", b"", fh.read(256).removeprefix(b"\xef\xbb\xbf"))
+    return head.startswith((b"[{", b'{"', b"[["))
 
 
 def _not_text(path: Path, err: UnicodeDecodeError) -> str:
