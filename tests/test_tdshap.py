@@ -451,6 +451,22 @@ def test_a_metric_that_cannot_score_the_validation_rows_is_refused_before_the_ru
         make("f1").fit(X_OK + np.eye(20, 2), three, X_OK, three)
 
 
+@pytest.mark.parametrize("fit", [
+    lambda Xv, yv: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, Y_OK, Xv,
+                                                                              yv),
+    lambda Xv, yv: TMCShapley(_tree(), "accuracy", max_permutations=1).fit(X_OK, Y_OK, Xv, yv),
+    lambda Xv, yv: LeaveOneOut(_tree(), "accuracy").fit(X_OK, Y_OK, Xv, yv),
+    lambda Xv, yv: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, Xv, yv),
+], ids=["tdshap", "tmc", "loo", "cleanse"])
+def test_validation_rows_given_as_none_are_named(fit):
+    # numpy read None as a 0-d array: "X_val must be 2-D (rows x features), got 0-D"
+    with pytest.raises(ValueError, match=r"X_val is None: the rows are valued by how models "
+                       r"trained with them score on validation rows; give X_val and y_val"):
+        fit(None, None)
+    with pytest.raises(ValueError, match=r"y_val is None"):
+        fit(X_OK, None)
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

@@ -262,6 +262,11 @@ def check_data(
     X: Any, y: Any, X_val: Any, y_val: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate a training and a validation set; return numpy arrays."""
+    if X_val is None or y_val is None:  # numpy's "X_val must be 2-D ..., got 0-D"
+        raise ValueError(f"{'X_val' if X_val is None else 'y_val'} is None: the rows are "
+                         "valued by how models trained with them score on validation rows; "
+                         "give X_val and y_val (rows held out from the training rows, e.g. "
+                         "by sklearn.model_selection.train_test_split).")
     Xa, ya = as_pair(X, y, "X", "y")
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
