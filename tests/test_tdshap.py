@@ -467,6 +467,22 @@ def test_validation_rows_given_as_none_are_named(fit):
         fit(X_OK, None)
 
 
+@pytest.mark.parametrize("fit", [
+    lambda est: TDShap(est, "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda est: TMCShapley(est, "accuracy", max_permutations=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda est: LeaveOneOut(est, "accuracy").fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda est: cleanse(np.linspace(-1, 1, 20), est, X_OK, Y_OK, X_OK, Y_OK,
+                        metric="accuracy"),
+], ids=["tdshap", "tmc", "loo", "cleanse"])
+def test_accuracy_of_a_regressor_is_refused(fit):
+    # a regressor's predictions fall between the labels: every score was 0, every value 0
+    from sklearn.linear_model import Ridge
+
+    with pytest.raises(ValueError, match=r"metric 'accuracy' counts the predictions equal to "
+                       r"the labels, but Ridge is a regressor"):
+        fit(Ridge())
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),

@@ -76,7 +76,7 @@ from tdshap.utility.base import (
 from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
-from tdshap.utility.metrics import default_metric, resolve_metric
+from tdshap.utility.metrics import check_metric_for_model, default_metric, resolve_metric
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import Outcome, SubsetFitter
 
@@ -319,6 +319,7 @@ def cleanse(
         )
     _check_same_rows(values, X)
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
+    check_metric_for_model(spec, estimator)
     # as find_harmful checks it: a metric giving NaN made every score NaN and removed
     # nothing without a word; one that raised ended in its own error after the first fit
     problem = scoring_problem(spec, ya, Xv, yv, is_classifier(estimator))
