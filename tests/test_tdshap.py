@@ -473,9 +473,11 @@ def test_validation_rows_given_as_none_are_named(fit):
     lambda est: LeaveOneOut(est, "accuracy").fit(X_OK, Y_OK, X_OK, Y_OK),
     lambda est: cleanse(np.linspace(-1, 1, 20), est, X_OK, Y_OK, X_OK, Y_OK,
                         metric="accuracy"),
-], ids=["tdshap", "tmc", "loo", "cleanse"])
+    lambda est: ThresholdingOOB(est, "accuracy", max_iter=1).fit(X_OK, Y_OK),
+], ids=["tdshap", "tmc", "loo", "cleanse", "tdoob"])
 def test_accuracy_of_a_regressor_is_refused(fit):
     # a regressor's predictions fall between the labels: every score was 0, every value 0
+    # (ThresholdingOOB: its tau, 1 / the number of classes, was a ZeroDivisionError)
     from sklearn.linear_model import Ridge
 
     with pytest.raises(ValueError, match=r"metric 'accuracy' counts the predictions equal to "

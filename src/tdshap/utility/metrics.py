@@ -257,8 +257,10 @@ def check_metric_for_model(spec: MetricSpec, estimator: Any) -> None:
         regressor = is_regressor(estimator)
     except (AttributeError, TypeError):  # not a scikit-learn estimator: refused elsewhere
         return
-    if spec.name == "accuracy" and regressor:
-        raise ValueError(f"metric 'accuracy' counts the predictions equal to the labels, but "
+    what = {"accuracy": "counts the predictions equal to the labels",
+            TRUE_CLASS_PROBA: "scores the predicted probability of each row's label"}
+    if spec.name in what and regressor:
+        raise ValueError(f"metric {spec.name!r} {what[spec.name]}, but "
                          f"{type(estimator).__name__} is a regressor, whose predictions fall "
                          "between them: every score would be 0. Give a classifier, or a "
                          "regression metric (neg_mae, neg_mse or r2).")
