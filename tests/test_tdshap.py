@@ -358,6 +358,9 @@ def test_validation_columns_in_another_order_or_of_other_names_are_refused(make)
     with pytest.raises(ValueError, match=r"X_val's columns do not match X's: it lacks b and "
                        "has extra c"):
         make().fit(X, Y_OK, X.rename(columns={"b": "c"}), Y_OK)
+    with pytest.raises(ValueError, match=r"X_val's columns are unnamed \(0, 1, ...\) but X's "
+                       r"are named: name them, e.g. X_val = X_val.set_axis\(X.columns"):
+        make().fit(X, Y_OK, pd.DataFrame(X.to_numpy()), Y_OK)
 
 
 def test_cleanse_refuses_test_columns_in_another_order():

@@ -239,6 +239,10 @@ def check_same_columns(X: Any, other: Any, x_name: str, other_name: str) -> None
     if X.columns.size == other.columns.size and set(X.columns) == set(other.columns):
         raise ValueError(f"{other_name} has {x_name}'s columns in a different order (features "
                          f"are paired by position): pass {other_name}[{x_name}.columns].")
+    if isinstance(other.columns, pd.RangeIndex) and X.columns.size == other.columns.size:
+        raise ValueError(f"{other_name}'s columns are unnamed (0, 1, ...) but {x_name}'s "
+                         f"are named: name them, e.g. {other_name} = {other_name}.set_axis("
+                         f"{x_name}.columns, axis=1) if they are in {x_name}'s order.")
     missing = [str(c) for c in X.columns if c not in other.columns]
     extra = [str(c) for c in other.columns if c not in X.columns]
     parts = ([f"lacks {', '.join(missing[:5])}"] if missing else []) + (
