@@ -89,12 +89,13 @@ from sklearn.svm import LinearSVC, LinearSVR
 from threadpoolctl import threadpool_limits
 
 import tdshap.app.valuer as valuer
+import tdshap.cleansing
 import tdshap.cut
 from tdshap.app.harmful import find_harmful
 from tdshap.app.models import build_model
 from tdshap.app.valuer import METHODS as VALUERS
 from tdshap.cleansing import cleanse
-from tdshap.cut import CONTROLS, ELIGIBILITY_CONTROL
+from tdshap.cut import CONTROLS, CROSS_FIT_N_SE, ELIGIBILITY_CONTROL
 from tdshap.methods import (
     DataOOB,
     KNNOutOfBag,
@@ -902,8 +903,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--eligibility", choices=CONTROLS, default=ELIGIBILITY_CONTROL,
                         help="how the default cut's credibly-harmful rows control false ones "
                         "(tdshap.cut.ELIGIBILITY_CONTROL)")
+    parser.add_argument("--cross-fit-n-se", type=float, default=CROSS_FIT_N_SE,
+                        metavar="SE", help="the standard errors the default cut's "
+                        "cross-fitted test must beat (tdshap.cut.CROSS_FIT_N_SE, as "
+                        "tdshap.cleansing reads it)")
     args = parser.parse_args(argv)
     tdshap.cut.ELIGIBILITY_CONTROL = args.eligibility
+    tdshap.cleansing.CROSS_FIT_N_SE = args.cross_fit_n_se
     args.datasets = list(dict.fromkeys(
         d for name in args.datasets for d in GROUPS.get(name, (name,))))
     if args.tables_from:

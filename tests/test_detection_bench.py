@@ -191,3 +191,15 @@ def test_the_own_label_rows_value_with_it_and_leave_the_default_as_it_was(bench)
     np.testing.assert_allclose(got.values, own.values_, atol=1e-12)
     plain = bench.METHODS["find_harmful"].run(split, KNeighborsClassifier(5), 0, bench.Budget())
     assert not np.allclose(plain.values, own.values_)
+
+
+def test_the_cross_fitted_level_flag_reaches_the_cut(bench, monkeypatch, tmp_path):
+    import tdshap.cleansing
+
+    monkeypatch.setattr(tdshap.cleansing, "CROSS_FIT_N_SE", tdshap.cleansing.CROSS_FIT_N_SE)
+    load, task = bench.DATASETS["iris"]
+    split = bench.make_split("iris", *load(), task, 0)
+    rows = [bench.evaluate(split, "random", "knn", 0, bench.Budget(0.5, 5, 10))]
+    bench.write_csv(rows, tmp_path / "runs.csv")
+    bench.main(["--tables-from", str(tmp_path / "runs.csv"), "--cross-fit-n-se", "7.5"])
+    assert tdshap.cleansing.CROSS_FIT_N_SE == 7.5  # the name cleanse reads when it runs
