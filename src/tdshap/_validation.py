@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import numpy as np
@@ -355,11 +355,9 @@ def picks_columns_by_name(columns: Any) -> bool:
     return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
 
 
-def check_columns_by_position(estimator: Any) -> None:
-    """Refuse a ColumnTransformer (anywhere in ``estimator``) that picks columns by name:
-    the rows are valued as numeric arrays (a DataFrame's values, without its names), so
-    every fit failed with scikit-learn's "only supported for dataframes", after the run
-    began (KNNShapley's Pipeline: from deep inside)."""
+def column_choices(estimator: Any) -> Iterator[Any]:
+    """The column choice of each transformer of every ColumnTransformer in ``estimator``
+    (itself, or a step or parameter of it at any depth); none for a non-estimator."""
     from sklearn.compose import ColumnTransformer
 
     try:
@@ -367,16 +365,23 @@ def check_columns_by_position(estimator: Any) -> None:
     except (AttributeError, TypeError):  # not an estimator: check_estimator refuses it
         return
     for part in parts:
-        if not isinstance(part, ColumnTransformer):
-            continue
-        for _, _, columns in part.transformers:
-            if picks_columns_by_name(columns):
-                raise ValueError(
-                    f"the estimator's ColumnTransformer picks columns by name "
-                    f"({shown(columns)}), but the rows are valued as numeric arrays without "
-                    "column names (X's values), so every fit would fail: pick them by "
-                    "position (e.g. [0, 2] for X's first and third columns), or encode the "
-                    "table first and give the estimator without the ColumnTransformer.")
+        if isinstance(part, ColumnTransformer):
+            yield from (columns for _, _, columns in part.transformers)
+
+
+def check_columns_by_position(estimator: Any) -> None:
+    """Refuse a ColumnTransformer (anywhere in ``estimator``) that picks columns by name:
+    the rows are valued as numeric arrays (a DataFrame's values, without its names), so
+    every fit failed with scikit-learn's "only supported for dataframes", after the run
+    began (KNNShapley's Pipeline: from deep inside)."""
+    for columns in column_choices(estimator):
+        if picks_columns_by_name(columns):
+            raise ValueError(
+                f"the estimator's ColumnTransformer picks columns by name "
+                f"({shown(columns)}), but the rows are valued as numeric arrays without "
+                "column names (X's values), so every fit would fail: pick them by "
+                "position (e.g. [0, 2] for X's first and third columns), or encode the "
+                "table first and give the estimator without the ColumnTransformer.")
 
 
 def check_bag_rows(n: int, method: str) -> None:
