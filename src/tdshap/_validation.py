@@ -229,7 +229,7 @@ def check_target_not_a_feature(X: Any, y: Any, x_name: str, y_name: str) -> None
                          f"the features, e.g. {x_name}.drop(columns={y.name!r}).")
 
 
-def check_same_columns(X: Any, other: Any, x_name: str, other_name: str) -> None:
+def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> None:
     """Refuse two tables whose column names differ: the features are paired by position,
     so a reordered or renamed ``other`` would silently score models on other features."""
     if not isinstance(X, pd.DataFrame) or not isinstance(other, pd.DataFrame):
@@ -243,13 +243,19 @@ def check_same_columns(X: Any, other: Any, x_name: str, other_name: str) -> None
         raise ValueError(f"{other_name}'s columns are unnamed (0, 1, ...) but {x_name}'s "
                          f"are named: name them, e.g. {other_name} = {other_name}.set_axis("
                          f"{x_name}.columns, axis=1) if they are in {x_name}'s order.")
-    missing = [str(c) for c in X.columns if c not in other.columns]
-    extra = [str(c) for c in other.columns if c not in X.columns]
+    raise ValueError(f"{other_name}'s columns do not match {x_name}'s: it "
+                     f"{column_difference(X.columns, other.columns) or 'repeats some'}; give "
+                     f"it the same columns (e.g. {other_name}[{x_name}.columns]).")
+
+
+def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
+    """How ``other`` differs from ``columns`` by name ("lacks a, b and has extra c", five
+    names of each at most), or None when they hold the same names."""
+    missing = [str(c) for c in columns if c not in other]
+    extra = [str(c) for c in other if c not in columns]
     parts = ([f"lacks {', '.join(missing[:5])}"] if missing else []) + (
         [f"has extra {', '.join(extra[:5])}"] if extra else [])
-    raise ValueError(f"{other_name}'s columns do not match {x_name}'s: it "
-                     f"{' and '.join(parts) or 'repeats some'}; give it the same columns "
-                     f"(e.g. {other_name}[{x_name}.columns]).")
+    return " and ".join(parts) or None
 
 
 def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -275,7 +281,7 @@ def check_data(
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
     Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
-    check_same_columns(X, X_val, "X", "X_val")
+    check_columns_in_order(X, X_val, "X", "X_val")
     if len(Xv) == 0:
         raise ValueError(
             "X_val is empty: the validation set needs at least one row to score models on."

@@ -32,13 +32,13 @@ from tdshap._io import jsonable
 from tdshap._validation import (
     as_pair,
     check_columns_by_position,
+    check_columns_in_order,
     check_data,
     check_estimator,
     check_label_kinds,
     check_not_estimator,
     check_number,
     check_random_state,
-    check_same_columns,
     check_shared_classes,
 )
 from tdshap.cross_fit import CrossFit
@@ -302,7 +302,7 @@ def cleanse(
     has_test = X_test is not None
     if has_test:
         Xt, yt = as_pair(X_test, y_test, "X_test", "y_test")
-        check_same_columns(X, X_test, "X", "X_test")
+        check_columns_in_order(X, X_test, "X", "X_test")
         if len(Xt) == 0:  # was "the estimator failed on every one of its fits"
             raise ValueError("X_test is empty: give test rows, or leave X_test and y_test "
                              "out.")

@@ -60,7 +60,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
-from tdshap._validation import ParameterError, check_number
+from tdshap._validation import ParameterError, check_number, column_difference
 
 MAX_LEVELS = 20
 #: why a text column may hold missing values its file seems not to have
@@ -294,18 +294,11 @@ def _reads_as(text: str, rows: pd.DataFrame, source: Path, as_text: tuple[str, .
 
 # -- columns, target, task ----------------------------------------------------
 def check_same_columns(train: pd.DataFrame, other: pd.DataFrame, what: str) -> None:
-    missing = [c for c in train.columns if c not in other.columns]
-    extra = [c for c in other.columns if c not in train.columns]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"lacks {', '.join(map(str, missing[:5]))}")
-        if extra:
-            parts.append(f"has extra {', '.join(map(str, extra[:5]))}")
-        raise ValueError(
-            f"the {what} data's columns do not match the training data's: it "
-            f"{' and '.join(parts)}."
-        )
+    """Refuse held-out data without the training data's columns (matched by name)."""
+    difference = column_difference(train.columns, other.columns)
+    if difference:
+        raise ValueError(f"the {what} data's columns do not match the training data's: it "
+                         f"{difference}.")
 
 
 def first_fraction(y: pd.Series) -> float | None:

@@ -100,9 +100,9 @@ from sklearn.pipeline import Pipeline
 
 from tdshap._validation import (
     check_columns_by_position,
+    check_columns_in_order,
     check_data,
     check_number,
-    check_same_columns,
     check_shared_classes,
 )
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
@@ -336,7 +336,7 @@ class KNNShapley(DirectValuation):
                              "other.")
         else:
             _, _, Xv, yv = check_data(Xa, ya, X_val, y_val)
-            check_same_columns(X, X_val, "X", "X_val")  # Xa has no column names
+            check_columns_in_order(X, X_val, "X", "X_val")  # Xa has no column names
         Xv_given, yv_given = Xv, yv  # the cut recognises the validation rows as given
         if self.estimator is not None:
             _knn_model(self.estimator)
