@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -179,6 +182,38 @@ def test_params_override_defaults_and_reach_the_model() -> None:
     assert imported.n_neighbors == 2
     with pytest.raises(ValueError, match="JSON object"):
         parse_params("[1, 2]")
+
+
+class _WritesFiles(ClassifierMixin, BaseEstimator):
+    """A stand-in for CatBoost (not installed here): it writes beside each fit unless told
+    not to, as CatBoost's catboost_info/ folder."""
+
+    def __init__(self, depth: int = 6, allow_writing_files: bool = True,
+                 train_dir: str | None = None) -> None:
+        self.depth = depth
+        self.allow_writing_files = allow_writing_files
+        self.train_dir = train_dir
+
+    def fit(self, X: Any, y: Any) -> _WritesFiles:
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.full(len(X), self.classes_[0])
+
+
+def test_a_model_that_writes_files_by_default_is_built_not_to(monkeypatch) -> None:
+    fake = types.ModuleType("catboost")
+    fake.CatBoostClassifier = _WritesFiles  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "catboost", fake)
+    model = build_model("catboost:CatBoostClassifier", "classification", {"depth": 4})
+    assert model.allow_writing_files is False and model.depth == 4
+    assert build_model("catboost:CatBoostClassifier", "classification",
+                       {"allow_writing_files": False}).allow_writing_files is False
+    for params in ({"train_dir": "/tmp/elsewhere"}, {"allow_writing_files": True}):
+        with pytest.raises(ValueError, match=r"makes catboost:CatBoostClassifier write files "
+                           r"beside its fits, outside the output folder"):
+            build_model("catboost:CatBoostClassifier", "classification", params)
 
 
 # -- tables -------------------------------------------------------------------------
