@@ -105,8 +105,13 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
                                                     "suffix .csv")),
     ("t.csv", lambda: (_text(table()) + "1,2,red,0,9,9\n").encode(),
      ("Expected 4 fields", "quote values that hold the separator")),
+    # read as CSV, its header was "[": "target column 'y' is not in ... (its columns: [)"
+    ("t.json", lambda: table().to_json(orient="records", indent=1).encode(),
+     ("it is JSON", "pandas.read_json(path).to_csv")),
+    ("t.jsonl", lambda: table().to_json(orient="records", lines=True).encode(),
+     ("it is JSON", "lines=True")),
 ], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv", "csv-as-parquet",
-        "extra-fields"])
+        "extra-fields", "json", "json-lines"])
 def test_a_file_that_is_not_the_text_expected_says_what_it_is(
         tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:
     (tmp_path / name).write_bytes(content())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -181,6 +184,38 @@ def test_params_override_defaults_and_reach_the_model() -> None:
         parse_params("[1, 2]")
 
 
+class _WritesFiles(ClassifierMixin, BaseEstimator):
+    """A stand-in for CatBoost (not installed here): it writes beside each fit unless told
+    not to, as CatBoost's catboost_info/ folder."""
+
+    def __init__(self, depth: int = 6, allow_writing_files: bool = True,
+                 train_dir: str | None = None) -> None:
+        self.depth = depth
+        self.allow_writing_files = allow_writing_files
+        self.train_dir = train_dir
+
+    def fit(self, X: Any, y: Any) -> _WritesFiles:
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.full(len(X), self.classes_[0])
+
+
+def test_a_model_that_writes_files_by_default_is_built_not_to(monkeypatch) -> None:
+    fake = types.ModuleType("catboost")
+    fake.CatBoostClassifier = _WritesFiles  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "catboost", fake)
+    model = build_model("catboost:CatBoostClassifier", "classification", {"depth": 4})
+    assert model.allow_writing_files is False and model.depth == 4
+    assert build_model("catboost:CatBoostClassifier", "classification",
+                       {"allow_writing_files": False}).allow_writing_files is False
+    for params in ({"train_dir": "/tmp/elsewhere"}, {"allow_writing_files": True}):
+        with pytest.raises(ValueError, match=r"makes catboost:CatBoostClassifier write files "
+                           r"beside its fits, outside the output folder"):
+            build_model("catboost:CatBoostClassifier", "classification", params)
+
+
 # -- tables -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("values", "task"),
@@ -217,6 +252,63 @@ def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
         check_target(pd.Series(y * 1e-90, name="y"), "regression")
     assert np.array_equal(check_target(pd.Series(y * 1e-55), "regression"), y * 1e-55)
     assert np.array_equal(check_target(pd.Series(np.zeros(5)), "regression"), np.zeros(5))
+
+
+def test_held_out_rows_as_an_array_beside_a_table_are_refused_with_the_fix() -> None:
+    # the array's columns were named x0, x1, ...: "the validation data's columns do not
+    # match the training data's: it lacks a, b, c and has extra x0, x1, x2"
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"X_val has no column names \(it is an array\) but "
+                       r"X has \(a, b, c\): .*pandas.DataFrame\(X_val, columns=X.columns\)"):
+        tdshap.find_harmful(frame, _Y, LogisticRegression(), X_val=_X, y_val=_Y)
+    with pytest.raises(ValueError, match=r"X has no column names \(it is an array\) but "
+                       "X_test has"):
+        tdshap.find_harmful(_X, _Y, LogisticRegression(), X_val=_X, y_val=_Y, X_test=frame,
+                            y_test=_Y)
+
+
+def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix() -> None:
+    # numpy read them as 0-d arrays: "y must be 1-D with one target per row of X (60), got
+    # shape ()", "X must be 2-D (rows x features), got shape ()"
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"]).assign(t=_Y)
+    with pytest.raises(ValueError, match=r"y='t' is the name of a column, not the targets"):
+        tdshap.find_harmful(frame, "t")
+    with pytest.raises(ValueError, match=r"X is text \('train.csv'\), not data: read the "
+                       "file first"):
+        tdshap.find_harmful("train.csv", "t")
+
+
+def test_a_table_that_still_holds_the_target_is_refused() -> None:
+    # the model read the answer from the target's own column, silently
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"]).assign(t=_Y)
+    with pytest.raises(ValueError, match=r"X holds the target column 't' \(y is that "
+                       r"column\): every model would read the answer from it"):
+        tdshap.find_harmful(frame, frame["t"], LogisticRegression())
+
+
+def test_a_complex_regression_target_is_refused() -> None:
+    # its imaginary parts were dropped, with only numpy's ComplexWarning
+    X, y = _X, np.arange(len(_X), dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way
+        with pytest.raises(ValueError, match=r"target column 'y' holds complex numbers: a "
+                           "regression target must be real"):
+            tdshap.find_harmful(X, y + 1j, Ridge())
+
+
+def test_labels_that_differ_only_in_spaces_at_their_ends_are_warned_of() -> None:
+    from tdshap.app.tabular import check_target
+
+    # a CSV reader drops the spaces before a value, not after it: "yes " was a third class
+    # beside "yes" and "no", silently
+    y = pd.Series(["yes", "no", "yes ", "no"] * 5, name="t")
+    with pytest.warns(UserWarning, match=r"target column 't' of the training data holds "
+                      r"labels that differ only in spaces at their ends \('yes', 'yes '\)"):
+        check_target(y, "classification")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_target(y.str.strip(), "classification")
+        check_target(y.str.strip().astype("category"), "classification")
 
 
 def test_labels_a_file_reader_changes_are_named_in_the_error() -> None:

@@ -117,6 +117,27 @@ def test_same_values_through_a_pipeline_and_for_any_seed():
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # log(0)
+def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_named():
+    # a OneHotEncoder's sparse output ended in numpy's "setting an array element with a
+    # sequence"; a PCA of too many components in scikit-learn's error from deep inside
+    from sklearn.decomposition import PCA
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    X = np.random.default_rng(0).integers(0, 3, size=(40, 3)).astype(float)
+    y = (X[:, 0] > 0).astype(int)
+    sparse, dense = (KNNOutOfBag(make_pipeline(OneHotEncoder(sparse_output=s),
+                                               KNeighborsClassifier(3)), random_state=0)
+                     .fit(X, y).values_ for s in (True, False))
+    np.testing.assert_array_equal(sparse, dense)
+    with pytest.raises(ValueError, match=r"KNNOutOfBag: the Pipeline's steps before the k-NN "
+                       r"failed \(ValueError: n_components=10"):
+        KNNOutOfBag(make_pipeline(PCA(10), KNeighborsClassifier(3))).fit(X, y)
+    with pytest.raises(ValueError, match=r"steps before the k-NN give NaN or infinite"):
+        KNNOutOfBag(make_pipeline(FunctionTransformer(np.log), KNeighborsClassifier(3))).fit(
+            X, y)
+
+
 @pytest.mark.parametrize("estimator, message", [
     (KNeighborsRegressor(5), "KNeighborsClassifier"),
     (KNeighborsClassifier(5, weights="distance"), "weights='uniform'"),

@@ -445,3 +445,22 @@ def test_own_label_settings_are_explained(kwargs, match):
     X, y, Xv, yv = tiny_game(0, "classification")
     with pytest.raises(ValueError, match=match):
         KNNShapley(**kwargs).fit(X, y, Xv, yv)
+
+
+def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_named():
+    # a OneHotEncoder's sparse output ended in numpy's "setting an array element with a
+    # sequence" (find_harmful's too); a category the encoder never saw in scikit-learn's
+    # error from deep inside
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.integers(0, 3, size=(40, 3)).astype(float), rng.integers(0, 3, size=(20, 3))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    sparse, dense = (KNNShapley(make_pipeline(OneHotEncoder(sparse_output=s),
+                                              KNeighborsClassifier(3))).fit(X, y, Xv, yv).values_
+                     for s in (True, False))
+    np.testing.assert_array_equal(sparse, dense)
+    Xv[0, 0] = 7
+    with pytest.raises(ValueError, match=r"KNNShapley: the Pipeline's steps before the k-NN "
+                       r"failed \(ValueError: Found unknown categories"):
+        KNNShapley(make_pipeline(OneHotEncoder(), KNeighborsClassifier(3))).fit(X, y, Xv, yv)

@@ -81,6 +81,10 @@ def test_input_errors_and_row_labels(data):
     X, y, Xv, yv = data
     with pytest.raises(ValueError, match="valuation method"):
         SequentialRemoval(Ridge()).fit(X, y, Xv, yv)
+    # the class itself: its get_params wanted self ("missing 1 required positional argument")
+    with pytest.raises(ValueError, match=r"got the class LeaveOneOut: pass "
+                       r"LeaveOneOut\(estimator\)"):
+        SequentialRemoval(LeaveOneOut).fit(X, y, Xv, yv)
     with pytest.raises(ValueError, match="step"):
         SequentialRemoval(LeaveOneOut(Ridge()), step=0).fit(X, y, Xv, yv)
     with pytest.raises(ValueError, match="at most N - 1"):

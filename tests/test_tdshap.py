@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -165,9 +167,11 @@ def test_a_metric_that_returns_no_number_is_named(breast_cancer_small, returns, 
         return returns
 
     # a k-NN is scored by the fast path (tdshap.utility.fast.scoring), which said float()'s
-    # "could not convert string to float: 'high'" or "only 0-dimensional arrays ..."
+    # "could not convert string to float: 'high'" or "only 0-dimensional arrays ..."; both
+    # are now refused before the run, as cleanse refuses it
     for model in (_tree(), KNeighborsClassifier(3)):
-        with pytest.raises(TypeError, match=f"metric 'my_metric' returned {shown}, not a "
+        with pytest.raises(ValueError, match=f"metric 'my_metric' cannot score the validation "
+                           f"rows \\(TypeError: metric 'my_metric' returned {shown}, not a "
                            "number"):
             TDShap(model, my_metric, n_min=10, k=5, max_iter=1, random_state=0).fit(
                 d.X_train, d.y_train, d.X_val, d.y_val)
@@ -323,6 +327,167 @@ def test_rows_without_feature_columns_are_refused_by_every_method(make):
         make().fit(X_OK[:, :0], Y_OK, X_OK[:, :0], Y_OK)
 
 
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_repeated_column_names_are_refused_by_every_method(make):
+    # find_harmful refused them; a method's fit called the numeric columns "non-numeric"
+    # (pandas gives a table for a repeated name)
+    frame = pd.DataFrame(X_OK, columns=["a", "a"])
+    with pytest.raises(ValueError, match=r"X has duplicate column names: a; rename them"):
+        make().fit(frame, Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_complex_columns_are_refused_by_every_method(make):
+    # a complex array was refused, but a table's complex column was valued on its real
+    # part, with only numpy's ComplexWarning
+    frame = pd.DataFrame({"a": X_OK[:, 0], "b": X_OK[:, 1] + 1j})
+    with pytest.raises(ValueError, match=r"X has complex-valued columns \['b'\]: split"):
+        make().fit(frame, Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_validation_columns_in_another_order_or_of_other_names_are_refused(make):
+    # the features are paired by position: a reordered or renamed X_val was scored on
+    # other features, silently (find_harmful matches them by name)
+    if isinstance(make(), DataOOB):  # which ignores validation rows
+        return
+    X = pd.DataFrame(X_OK + np.array([0.0, 1.0]), columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"X_val has X's columns in a different order "
+                       r"\(features are paired by position\): pass X_val\[X.columns\]"):
+        make().fit(X, Y_OK, X[["b", "a"]], Y_OK)
+    with pytest.raises(ValueError, match=r"X_val's columns do not match X's: it lacks b and "
+                       "has extra c"):
+        make().fit(X, Y_OK, X.rename(columns={"b": "c"}), Y_OK)
+    with pytest.raises(ValueError, match=r"X_val's columns are unnamed \(0, 1, ...\) but X's "
+                       r"are named: name them, e.g. X_val = X_val.set_axis\(X.columns"):
+        make().fit(X, Y_OK, pd.DataFrame(X.to_numpy()), Y_OK)
+
+
+def test_cleanse_refuses_test_columns_in_another_order():
+    X = pd.DataFrame(X_OK + np.array([0.0, 1.0]), columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"X_test has X's columns in a different order"):
+        cleanse(np.linspace(-1, 1, 20), _tree(), X, Y_OK, X, Y_OK, X[["b", "a"]], Y_OK)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_complex_targets_are_refused_by_every_method(make):
+    # scikit-learn refused them on every fit ("the estimator failed on every one of its
+    # fits ... fix the estimator"); KNNShapley took them as labels
+    with pytest.raises(ValueError, match=r"y holds complex numbers: a target must be real"):
+        make().fit(X_OK, Y_OK + 1j, X_OK, Y_OK + 1j)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_a_table_that_still_holds_the_target_is_refused_by_every_method(make):
+    # every model read the answer from the target's own column: the values said nothing
+    frame = pd.DataFrame({"a": np.arange(20.0), "t": Y_OK})
+    with pytest.raises(ValueError, match=r"X holds the target column 't' \(y is that "
+                       r"column\).*X.drop\(columns='t'\)"):
+        make().fit(frame, frame["t"], X_OK, Y_OK)
+    make().fit(frame, frame["t"].rename("label"), frame, Y_OK)  # another column: taken
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix(make):
+    # numpy read them as 0-d arrays: "y must be 1-D with one target per row, got shape ()"
+    frame = pd.DataFrame({"a": np.arange(20.0), "t": Y_OK})
+    with pytest.raises(ValueError, match=r"y='t' is the name of a column, not the targets: "
+                       r"pass .* y=X\['t'\] and X=X.drop\(columns='t'\)"):
+        make().fit(frame, "t", X_OK, Y_OK)
+    with pytest.raises(ValueError, match=r"X is text \('train.csv'\), not data: read the "
+                       "file first"):
+        make().fit("train.csv", "t", X_OK, Y_OK)
+    with pytest.raises(ValueError, match=r"X is a path \(PosixPath\('train.csv'\)\)"):
+        make().fit(Path("train.csv"), Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", [
+    lambda est: TDShap(est, "accuracy", n_min=2, k=2, max_iter=1),
+    lambda est: TMCShapley(est, "accuracy", max_permutations=1),
+    lambda est: LeaveOneOut(est, "accuracy"),
+    lambda est: DataOOB(est, n_estimators=2),
+    lambda est: ThresholdingOOB(est, max_iter=1),
+    lambda est: KNNShapley(est),
+    lambda est: KNNOutOfBag(est),
+], ids=[*_METHOD_IDS, "knn_oob"])
+def test_a_column_transformer_that_picks_columns_by_name_is_refused(make):
+    # the rows are valued as arrays without names: every fit failed with scikit-learn's
+    # "only supported for dataframes" (KNNShapley and KNNOutOfBag: from deep inside)
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["a", "b"])]),
+                          KNeighborsClassifier(3))
+    frame = pd.DataFrame(X_OK + np.eye(20, 2), columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"the estimator's ColumnTransformer picks columns by "
+                       r"name \(\['a', 'b'\]\), .* pick them by position"):
+        make(model).fit(frame, Y_OK, frame, Y_OK)
+    by_position = make_pipeline(ColumnTransformer([("num", StandardScaler(), [0, 1])]),
+                                KNeighborsClassifier(3))
+    make(by_position).fit(frame, Y_OK, frame, Y_OK)
+
+
+def test_cleanse_refuses_a_column_transformer_that_picks_columns_by_name():
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(ColumnTransformer([("num", StandardScaler(), make_column_selector(
+        dtype_include="number"))]), _tree())
+    with pytest.raises(ValueError, match=r"the estimator's ColumnTransformer picks columns by "
+                       "name"):
+        cleanse(np.linspace(-1, 1, 20), model, X_OK, Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", [
+    lambda metric: TDShap(_tree(), metric, n_min=2, k=2, max_iter=1),
+    lambda metric: TMCShapley(_tree(), metric, max_permutations=1),
+    lambda metric: LeaveOneOut(_tree(), metric),
+], ids=["tdshap", "tmc", "loo"])
+def test_a_metric_that_cannot_score_the_validation_rows_is_refused_before_the_run(make):
+    # f1 of three classes raised scikit-learn's "Target is multiclass but average='binary'"
+    # from deep inside the first fit (cleanse and find_harmful named it)
+    three = np.arange(20) % 3
+    with pytest.raises(ValueError, match=r"metric 'f1' cannot score the validation rows "
+                       r"\(ValueError: Target is multiclass.*\); choose another metric"):
+        make("f1").fit(X_OK + np.eye(20, 2), three, X_OK, three)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda Xv, yv: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, Y_OK, Xv,
+                                                                              yv),
+    lambda Xv, yv: TMCShapley(_tree(), "accuracy", max_permutations=1).fit(X_OK, Y_OK, Xv, yv),
+    lambda Xv, yv: LeaveOneOut(_tree(), "accuracy").fit(X_OK, Y_OK, Xv, yv),
+    lambda Xv, yv: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, Xv, yv),
+], ids=["tdshap", "tmc", "loo", "cleanse"])
+def test_validation_rows_given_as_none_are_named(fit):
+    # numpy read None as a 0-d array: "X_val must be 2-D (rows x features), got 0-D"
+    with pytest.raises(ValueError, match=r"X_val is None: the rows are valued by how models "
+                       r"trained with them score on validation rows; give X_val and y_val"):
+        fit(None, None)
+    with pytest.raises(ValueError, match=r"y_val is None"):
+        fit(X_OK, None)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda est: TDShap(est, "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda est: TMCShapley(est, "accuracy", max_permutations=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda est: LeaveOneOut(est, "accuracy").fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda est: cleanse(np.linspace(-1, 1, 20), est, X_OK, Y_OK, X_OK, Y_OK,
+                        metric="accuracy"),
+    lambda est: ThresholdingOOB(est, "accuracy", max_iter=1).fit(X_OK, Y_OK),
+], ids=["tdshap", "tmc", "loo", "cleanse", "tdoob"])
+def test_accuracy_of_a_regressor_is_refused(fit):
+    # a regressor's predictions fall between the labels: every score was 0, every value 0
+    # (ThresholdingOOB: its tau, 1 / the number of classes, was a ZeroDivisionError)
+    from sklearn.linear_model import Ridge
+
+    with pytest.raises(ValueError, match=r"metric 'accuracy' counts the predictions equal to "
+                       r"the labels, but Ridge is a regressor"):
+        fit(Ridge())
+
+
 @pytest.mark.parametrize("make", [
     lambda est: DataOOB(est, n_estimators=2),
     lambda est: ThresholdingOOB(est, max_iter=1),
@@ -350,6 +515,13 @@ def test_text_labels_against_number_labels_are_refused(fit):
         fit(text, Y_OK)
     with pytest.raises(ValueError, match=r"y holds numbers \(0, 1\) but y_val holds text"):
         fit(Y_OK, text.astype(object))
+    # bytes (as pandas.read_sas gives text) are not text: b"0" != "0", yet numpy's isin
+    # of many labels said they were, and every value was silently 0
+    with pytest.raises(ValueError, match=r"y holds text labels \('0', '1'\) but y_val holds "
+                       r"bytes \(b'0', b'1'\): .*\(decode the bytes to text"):
+        fit(text, text.astype(bytes))
+    with pytest.raises(ValueError, match=r"y holds bytes \(b'0', b'1'\) but y_val holds text"):
+        fit(text.astype(bytes).astype(object), text)
 
 
 @pytest.mark.parametrize("fit", [

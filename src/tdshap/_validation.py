@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import os
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,25 @@ def check_not_estimator(value: Any, name: str, usage: str = METHOD_USAGE) -> Non
                          f"in another order; {usage}.")
 
 
+def check_not_text(value: Any, name: str, X: Any = None, x_name: str = "X") -> None:
+    """Refuse a file's path or a column's name given where data go (``find_harmful(
+    "train.csv", "label")``): numpy read it as a 0-d array, and the error said "got shape
+    ()". ``X`` (named ``x_name``): the features, when ``value`` stands for targets (a name
+    of one of its columns is told so)."""
+    if not isinstance(value, str | os.PathLike):
+        return
+    if isinstance(X, pd.DataFrame) and isinstance(value, str) and value in X.columns:
+        raise ValueError(f"{name}={value!r} is the name of a column, not the targets: pass "
+                         f"the column's values and the other columns, e.g. "
+                         f"{name}={x_name}[{value!r}] and {x_name}={x_name}.drop(columns="
+                         f"{value!r}).")
+    what = "a path" if isinstance(value, os.PathLike) else "text"
+    fix = ("read the file first (e.g. pandas.read_csv or pandas.read_parquet) and pass its "
+           "feature columns" if X is None else "give one target per row (a list, a numpy "
+           "array or a pandas Series)")
+    raise ValueError(f"{name} is {what} ({shown(value)}), not data: {fix}.")
+
+
 def check_not_records(arr: np.ndarray, name: str) -> None:
     """Refuse a structured (record) array and raw bytes (numpy's void dtype): a table of
     named fields was read as 1-D ("got shape (60,)") or as "non-numeric", and raw bytes
@@ -65,20 +85,37 @@ def check_not_records(arr: np.ndarray, name: str) -> None:
                      "its values as numbers, one column per feature.")
 
 
+def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
+    """Refuse repeated column names: ``frame[c]`` is then a table, not a column, and the
+    repeated columns were called "non-numeric" whatever they held."""
+    dupes = frame.columns[frame.columns.duplicated()]
+    if len(dupes):
+        raise ValueError(f"{name} has duplicate column names: "
+                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
+                         "column has its own name.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
+    check_not_text(X, name)
     check_unmasked(X, name, impute="impute them (e.g. sklearn.impute.SimpleImputer)")
     if sp.issparse(X):  # np.asarray makes it a 0-d object array: "non-numeric" would mislead
         raise ValueError(f"{name} is a sparse matrix: pass {name}.toarray() (the rows are "
                          "valued as dense arrays).")
     if isinstance(X, pd.DataFrame):
+        check_unique_columns(X, name)
         bad = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
         if bad:
             raise ValueError(
                 f"{name} has non-numeric columns {bad[:5]}: encode them first "
                 "(e.g. sklearn.preprocessing.OneHotEncoder or pandas.get_dummies)."
             )
+        # to_numpy(dtype=float) keeps their real parts, with only numpy's ComplexWarning
+        complex_ = [c for c in X.columns if pd.api.types.is_complex_dtype(X[c])]
+        if complex_:
+            raise ValueError(f"{name} has complex-valued columns {complex_[:5]}: split each "
+                             "into a real and an imaginary column (np.real, np.imag).")
         X = X.to_numpy(dtype=float)
     try:
         arr = np.asarray(X)
@@ -138,6 +175,10 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
         raise ValueError(
             f"{x_name} has {n_rows} rows but {name} has {len(arr)}: they must have the same length."
         )
+    if arr.dtype.kind == "c":  # scikit-learn's "Complex data not supported" on every fit
+        raise ValueError(f"{name} holds complex numbers: a target must be real numbers or "
+                         f"labels; give its real part (np.real({name})) or its magnitude "
+                         f"(np.abs({name})).")
     if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
     if arr.dtype == object and pd.isna(arr).any():
@@ -168,11 +209,62 @@ def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
                      f"position): {fix}.")
 
 
+def check_target_not_a_feature(X: Any, y: Any, x_name: str, y_name: str) -> None:
+    """Refuse a table ``X`` that still holds the target column (``y`` named and equal to
+    one of its columns): every model then reads the answer from it, so every row seemed
+    equally good and the values said nothing, silently."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        y = y.iloc[:, 0]
+    if not isinstance(y, pd.Series) or y.name is None or not X.columns.is_unique:
+        return
+    try:
+        found = y.name in X.columns
+    except TypeError:  # an unhashable name
+        return
+    if found and len(X) == len(y) and np.array_equal(X[y.name].to_numpy(), y.to_numpy()):
+        raise ValueError(f"{x_name} holds the target column {y.name!r} ({y_name} is that "
+                         f"column): every model would read the answer from it; drop it from "
+                         f"the features, e.g. {x_name}.drop(columns={y.name!r}).")
+
+
+def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> None:
+    """Refuse two tables whose column names differ: the features are paired by position,
+    so a reordered or renamed ``other`` would silently score models on other features."""
+    if not isinstance(X, pd.DataFrame) or not isinstance(other, pd.DataFrame):
+        return
+    if X.columns.equals(other.columns):
+        return
+    if X.columns.size == other.columns.size and set(X.columns) == set(other.columns):
+        raise ValueError(f"{other_name} has {x_name}'s columns in a different order (features "
+                         f"are paired by position): pass {other_name}[{x_name}.columns].")
+    if isinstance(other.columns, pd.RangeIndex) and X.columns.size == other.columns.size:
+        raise ValueError(f"{other_name}'s columns are unnamed (0, 1, ...) but {x_name}'s "
+                         f"are named: name them, e.g. {other_name} = {other_name}.set_axis("
+                         f"{x_name}.columns, axis=1) if they are in {x_name}'s order.")
+    raise ValueError(f"{other_name}'s columns do not match {x_name}'s: it "
+                     f"{column_difference(X.columns, other.columns) or 'repeats some'}; give "
+                     f"it the same columns (e.g. {other_name}[{x_name}.columns]).")
+
+
+def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
+    """How ``other`` differs from ``columns`` by name ("lacks a, b and has extra c", five
+    names of each at most), or None when they hold the same names."""
+    missing = [str(c) for c in columns if c not in other]
+    extra = [str(c) for c in other if c not in columns]
+    parts = ([f"lacks {', '.join(missing[:5])}"] if missing else []) + (
+        [f"has extra {', '.join(extra[:5])}"] if extra else [])
+    return " and ".join(parts) or None
+
+
 def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features and targets of one set of rows, checked to be the same rows."""
     Xa = as_features(X, x_name)
+    check_not_text(y, y_name, X, x_name)
     ya = as_target(y, y_name, len(Xa), x_name)
     check_same_index(X, y, x_name, y_name)
+    check_target_not_a_feature(X, y, x_name, y_name)
     return Xa, ya
 
 
@@ -180,10 +272,16 @@ def check_data(
     X: Any, y: Any, X_val: Any, y_val: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate a training and a validation set; return numpy arrays."""
+    if X_val is None or y_val is None:  # numpy's "X_val must be 2-D ..., got 0-D"
+        raise ValueError(f"{'X_val' if X_val is None else 'y_val'} is None: the rows are "
+                         "valued by how models trained with them score on validation rows; "
+                         "give X_val and y_val (rows held out from the training rows, e.g. "
+                         "by sklearn.model_selection.train_test_split).")
     Xa, ya = as_pair(X, y, "X", "y")
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
     Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
+    check_columns_in_order(X, X_val, "X", "X_val")
     if len(Xv) == 0:
         raise ValueError(
             "X_val is empty: the validation set needs at least one row to score models on."
@@ -202,10 +300,11 @@ def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> 
     no held-out label equals a training label, so every model scores 0, silently."""
     kinds = _label_kind(y), _label_kind(other)
     if kinds[0] != kinds[1]:
+        fix = ("decode the bytes to text, e.g. [v.decode() for v in labels]"
+               if "bytes" in kinds else f"e.g. {name}.astype(str), or numbers in both")
         raise ValueError(f"y holds {kinds[0]} ({_shown(y)}) but {name} holds {kinds[1]} "
                          f"({_shown(other)}): no {name} label can equal a training label. "
-                         f"Give both the same type (e.g. {name}.astype(str), or numbers in "
-                         "both).")
+                         f"Give both the same type ({fix}).")
 
 
 def _shown(a: np.ndarray) -> str:
@@ -225,8 +324,12 @@ def check_shared_classes(y: np.ndarray, other: np.ndarray, name: str = "y_val") 
 
 
 def _label_kind(y: np.ndarray) -> str:
-    """``"text labels"`` or ``"numbers"`` (booleans count as numbers: True == 1)."""
-    text = y.dtype.kind in "US" or (y.dtype == object and all(isinstance(v, str) for v in y))
+    """``"text labels"``, ``"bytes"`` or ``"numbers"`` (booleans count as numbers: True ==
+    1). Bytes are not text: b"a" != "a", though numpy's ``isin`` of many labels says so."""
+    if y.dtype.kind == "S" or (y.dtype == object and len(y) and all(
+            isinstance(v, bytes) for v in y)):
+        return "bytes"
+    text = y.dtype.kind == "U" or (y.dtype == object and all(isinstance(v, str) for v in y))
     return "text labels" if text else "numbers"
 
 
@@ -246,6 +349,45 @@ def check_estimator(estimator: Any) -> None:
     except (AttributeError, TypeError):
         raise ValueError(f"estimator {type(estimator).__name__} is not a scikit-learn estimator "
                          "(derive it from sklearn.base.BaseEstimator).") from None
+
+
+def picks_columns_by_name(columns: Any) -> bool:
+    """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
+    of names, or a callable (``make_column_selector``) that reads names or dtypes."""
+    if isinstance(columns, str) or callable(columns):
+        return True
+    if isinstance(columns, slice):
+        return isinstance(columns.start, str) or isinstance(columns.stop, str)
+    return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
+
+
+def column_choices(estimator: Any) -> Iterator[Any]:
+    """The column choice of each transformer of every ColumnTransformer in ``estimator``
+    (itself, or a step or parameter of it at any depth); none for a non-estimator."""
+    from sklearn.compose import ColumnTransformer
+
+    try:
+        parts = [estimator, *estimator.get_params(deep=True).values()]
+    except (AttributeError, TypeError):  # not an estimator: check_estimator refuses it
+        return
+    for part in parts:
+        if isinstance(part, ColumnTransformer):
+            yield from (columns for _, _, columns in part.transformers)
+
+
+def check_columns_by_position(estimator: Any) -> None:
+    """Refuse a ColumnTransformer (anywhere in ``estimator``) that picks columns by name:
+    the rows are valued as numeric arrays (a DataFrame's values, without its names), so
+    every fit failed with scikit-learn's "only supported for dataframes", after the run
+    began (KNNShapley's Pipeline: from deep inside)."""
+    for columns in column_choices(estimator):
+        if picks_columns_by_name(columns):
+            raise ValueError(
+                f"the estimator's ColumnTransformer picks columns by name "
+                f"({shown(columns)}), but the rows are valued as numeric arrays without "
+                "column names (X's values), so every fit would fail: pick them by "
+                "position (e.g. [0, 2] for X's first and third columns), or encode the "
+                "table first and give the estimator without the ColumnTransformer.")
 
 
 def check_bag_rows(n: int, method: str) -> None:

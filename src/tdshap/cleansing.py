@@ -31,6 +31,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from tdshap._io import jsonable
 from tdshap._validation import (
     as_pair,
+    check_columns_by_position,
+    check_columns_in_order,
     check_data,
     check_estimator,
     check_label_kinds,
@@ -74,7 +76,7 @@ from tdshap.utility.base import (
 from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
-from tdshap.utility.metrics import default_metric, resolve_metric
+from tdshap.utility.metrics import check_metric_for_model, default_metric, resolve_metric
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import Outcome, SubsetFitter
 
@@ -279,6 +281,7 @@ def cleanse(
     check_number(n_bootstrap, "n_bootstrap", low=0, integer=True,
                  hint="0: no bootstrap, so the one_se rule removes nothing.")
     check_estimator(estimator)
+    check_columns_by_position(estimator)
     check_n_jobs(n_jobs, optional=True)
     # it seeds the grid models too: scikit-learn's seeds, not a Generator
     check_random_state(random_state, generator=False)
@@ -299,6 +302,7 @@ def cleanse(
     has_test = X_test is not None
     if has_test:
         Xt, yt = as_pair(X_test, y_test, "X_test", "y_test")
+        check_columns_in_order(X, X_test, "X", "X_test")
         if len(Xt) == 0:  # was "the estimator failed on every one of its fits"
             raise ValueError("X_test is empty: give test rows, or leave X_test and y_test "
                              "out.")
@@ -315,6 +319,7 @@ def cleanse(
         )
     _check_same_rows(values, X)
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
+    check_metric_for_model(spec, estimator)
     # as find_harmful checks it: a metric giving NaN made every score NaN and removed
     # nothing without a word; one that raised ended in its own error after the first fit
     problem = scoring_problem(spec, ya, Xv, yv, is_classifier(estimator))

@@ -28,8 +28,11 @@ from sklearn.base import is_classifier, is_regressor
 from tdshap._validation import (
     check_not_estimator,
     check_not_records,
+    check_not_text,
     check_random_state,
     check_same_index,
+    check_target_not_a_feature,
+    check_unique_columns,
     check_unmasked,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
@@ -84,11 +87,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
     if len(frame) == 0 or frame.shape[1] == 0:
         raise ValueError(f"{name} has {len(frame)} rows and {frame.shape[1]} columns: it needs "
                          "at least one of each.")
-    dupes = frame.columns[frame.columns.duplicated()]
-    if len(dupes):
-        raise ValueError(f"{name} has duplicate column names: "
-                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
-                         "column has its own name.")
+    check_unique_columns(frame, name)
     return frame
 
 
@@ -108,10 +107,34 @@ def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
 
 def _as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[pd.DataFrame, pd.Series]:
     """One set of rows as a table and its targets, checked to be the same rows."""
+    check_not_text(X, x_name)
     frame = _as_frame(X, x_name)
+    check_not_text(y, y_name, X, x_name)
     series = _as_series(y, y_name, frame.index)
     check_same_index(X, y, x_name, y_name)
+    check_target_not_a_feature(X, y, x_name, y_name)
     return frame, series
+
+
+def _named(X: Any) -> bool:
+    """Whether ``X``'s columns have names (a table or records), not positions (an array)."""
+    return isinstance(X, pd.DataFrame) or _records(X)
+
+
+def _check_both_named(X: Any, columns: pd.Index, other: Any, other_columns: pd.Index,
+                      name: str) -> None:
+    """Refuse held-out rows without column names beside a table's (or the other way): the
+    columns are matched by name, and an array's are called x0, x1, ..., so the error
+    said the held-out data "lacks a, b, c and has extra x0, x1, x2"."""
+    if _named(X) == _named(other) or set(columns) == set(other_columns):
+        return
+    if _named(X):
+        shown = ", ".join(map(str, columns[:5])) + (", ..." if len(columns) > 5 else "")
+        raise ValueError(f"{name} has no column names (it is an array) but X has ({shown}): "
+                         f"give {name} as a table of X's columns, e.g. "
+                         f"pandas.DataFrame({name}, columns=X.columns).")
+    raise ValueError(f"X has no column names (it is an array) but {name} has: give both as "
+                     "tables with the same columns, or both as arrays.")
 
 
 def _check_unique_labels(frame: pd.DataFrame, name: str) -> None:
@@ -512,6 +535,7 @@ def find_harmful(
     for name, Xo, yo in (("val", X_val, y_val), ("test", X_test, y_test)):
         if Xo is not None:  # _check_pairs: yo is given too
             frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
+            _check_both_named(X, Xf.columns, Xo, frames[f"X_{name}"].columns, f"X_{name}")
     if test_fraction is None:  # test rows only serve the after-cleansing score
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
     given = {"model"} if estimator is not None else set()

@@ -97,6 +97,12 @@ MODELS["svm"] = MODELS["svr"]
 #: Importing a module runs its code, so nothing outside this list (extended by
 #: ``allow=``, the command's ``--allow-import``) is imported to find out what it is.
 ALLOWED_PACKAGES: tuple[str, ...] = ("sklearn", "lightgbm", "xgboost", "catboost", "tdshap")
+#: Per package: the parameter that keeps its models from writing files (CatBoost writes a
+#: catboost_info/ folder into the working directory on every fit by default: outside the
+#: output folder, into the user's), and the parameters that would make them write.
+NO_FILES: dict[str, tuple[str, Any, tuple[str, ...]]] = {
+    "catboost": ("allow_writing_files", False, ("allow_writing_files", "train_dir")),
+}
 
 
 #: Lists inside lists deeper than this are refused (no estimator parameter needs more).
@@ -234,6 +240,22 @@ def check_estimator_class(cls: type, task: str, label: str) -> None:
             f"{'classifier' if task == 'classification' else 'regressor'}.", "model", "task")
 
 
+def _without_files(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` for the import path ``name`` with its package's switch that stops its
+    models writing files (:data:`NO_FILES`); a parameter that would make them write is
+    refused: tdshap writes into its output folder only."""
+    entry = NO_FILES.get(name.split(":")[0].split(".")[0])
+    if entry is None:
+        return params
+    switch, off, writers = entry
+    given = [p for p in writers if p in params and not (p == switch and params[p] == off)]
+    if given:
+        raise ParameterError(f"`params` gives {given[0]!r}, which makes {name} write files "
+                             "beside its fits, outside the output folder: leave it out "
+                             f"(tdshap sets {switch}={off!r}).", "params")
+    return {**params, switch: off}
+
+
 def _instantiate(cls: type, params: dict[str, Any], label: str) -> Any:
     """``cls(**params)`` after checking each name against the estimator's parameters, and
     (for a scikit-learn class) each value against its declared types and ranges."""
@@ -292,7 +314,7 @@ def build_model(
             )
         cls = import_class(name, allow)
         check_estimator_class(cls, task, name)
-        return _instantiate(cls, params, name)
+        return _instantiate(cls, _without_files(name, params), name)
     target = entry.target(task)
     if target is None:
         other = "regression" if task == "classification" else "classification"

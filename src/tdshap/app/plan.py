@@ -22,7 +22,13 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import is_classifier, is_regressor
 
-from tdshap._validation import ParameterError, check_estimator, check_number
+from tdshap._validation import (
+    ParameterError,
+    check_estimator,
+    check_number,
+    column_choices,
+    picks_columns_by_name,
+)
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
 from tdshap.app.tabular import TableEncoder, plain_value
@@ -148,16 +154,6 @@ def _check_model_jobs(estimator: Any) -> None:
                 "`n_jobs` / --jobs.", "params")
 
 
-def _by_name(columns: Any) -> bool:
-    """A ColumnTransformer's column choice that needs a DataFrame's names: names, a slice
-    of names, or a callable (``make_column_selector``) that reads names or dtypes."""
-    if isinstance(columns, str) or callable(columns):
-        return True
-    if isinstance(columns, slice):
-        return isinstance(columns.start, str) or isinstance(columns.stop, str)
-    return any(isinstance(c, str) for c in np.ravel(np.asarray(columns, dtype=object)))
-
-
 def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
     """Refuse a ColumnTransformer that picks columns by name: the model is given the encoded
     table (:class:`~tdshap.app.tabular.TableEncoder`) as a numeric array without names, so
@@ -165,34 +161,25 @@ def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
     nothing of why (nor that tdshap encodes text columns itself). By position, refuse it
     where the encoding moved the columns (text ones one-hot encoded, after the numbers):
     the positions would pick other columns than the user's, silently."""
-    from sklearn.compose import ColumnTransformer
-
-    try:
-        parts = [estimator, *estimator.get_params(deep=True).values()]
-    except (AttributeError, TypeError):  # not an estimator: check_estimator_task refused it
-        return
-    for part in parts:
-        if not isinstance(part, ColumnTransformer):
-            continue
-        for _, _, columns in part.transformers:
-            if _by_name(columns):
-                raise ParameterError(
-                    f"the model's ColumnTransformer picks columns by name ({columns!r}), but "
-                    "tdshap encodes the table itself (numeric columns standardised, text "
-                    "columns one-hot encoded) and gives the model a numeric array without "
-                    "column names, so every fit would fail. Give the model without the "
-                    "ColumnTransformer (e.g. the pipeline's last step) and X as it is.",
-                    "model")
-            if list(encoder.feature_names_) != list(encoder.columns_):
-                shown = ", ".join(map(str, encoder.feature_names_[:6])) + (
-                    ", ..." if len(encoder.feature_names_) > 6 else "")
-                raise ParameterError(
-                    f"the model's ColumnTransformer picks columns by position ({columns!r}), "
-                    "but tdshap encodes the table itself (numeric columns standardised, text "
-                    "columns one-hot encoded after them) and gives the model the encoded "
-                    f"columns, which are not X's ({shown}): the positions would pick other "
-                    "columns. Give the model without the ColumnTransformer (e.g. the "
-                    "pipeline's last step) and X as it is.", "model")
+    for columns in column_choices(estimator):
+        if picks_columns_by_name(columns):
+            raise ParameterError(
+                f"the model's ColumnTransformer picks columns by name ({columns!r}), but "
+                "tdshap encodes the table itself (numeric columns standardised, text "
+                "columns one-hot encoded) and gives the model a numeric array without "
+                "column names, so every fit would fail. Give the model without the "
+                "ColumnTransformer (e.g. the pipeline's last step) and X as it is.",
+                "model")
+        if list(encoder.feature_names_) != list(encoder.columns_):
+            shown = ", ".join(map(str, encoder.feature_names_[:6])) + (
+                ", ..." if len(encoder.feature_names_) > 6 else "")
+            raise ParameterError(
+                f"the model's ColumnTransformer picks columns by position ({columns!r}), "
+                "but tdshap encodes the table itself (numeric columns standardised, text "
+                "columns one-hot encoded after them) and gives the model the encoded "
+                f"columns, which are not X's ({shown}): the positions would pick other "
+                "columns. Give the model without the ColumnTransformer (e.g. the "
+                "pipeline's last step) and X as it is.", "model")
 
 
 def _response_problem(spec: Any, estimator: Any) -> str | None:

@@ -60,7 +60,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
-from tdshap._validation import ParameterError, check_number
+from tdshap._validation import ParameterError, check_number, column_difference
 
 MAX_LEVELS = 20
 #: why a text column may hold missing values its file seems not to have
@@ -120,6 +120,10 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
         raise ValueError(f"{what} {path} is empty.")
     if is_parquet(path):
         _require_pyarrow()
+    elif _is_json(path):
+        raise ValueError(f"cannot read {what} {path} as CSV: it is JSON: save it as CSV or "
+                         "Parquet, e.g. pandas.read_json(path).to_csv('train.csv', index=False) "
+                         "(read_json(path, lines=True) for JSON Lines).")
     try:
         names = _header_names(path)
         # before the frame: pyarrow cannot read a Parquet file with two columns of one name
@@ -181,6 +185,15 @@ _BINARY_FORMATS = (
     (b"PAR1", "a Parquet file: give it the suffix .parquet"),
     (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) or Office file: export the sheet as CSV"),
 )
+
+
+def _is_json(path: Path) -> bool:
+    """Whether the file begins as JSON records or rows do: read as CSV, its first line was
+    a header of brackets ("has no data rows", or "target column 't' is not in ... (its
+    columns: [)")."""
+    with open(path, "rb") as fh:
+        head = re.sub(rb"\s", b"", fh.read(256).removeprefix(b"\xef\xbb\xbf"))
+    return head.startswith((b"[{", b'{"', b"[["))
 
 
 def _not_text(path: Path, err: UnicodeDecodeError) -> str:
@@ -281,23 +294,17 @@ def _reads_as(text: str, rows: pd.DataFrame, source: Path, as_text: tuple[str, .
 
 # -- columns, target, task ----------------------------------------------------
 def check_same_columns(train: pd.DataFrame, other: pd.DataFrame, what: str) -> None:
-    missing = [c for c in train.columns if c not in other.columns]
-    extra = [c for c in other.columns if c not in train.columns]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"lacks {', '.join(map(str, missing[:5]))}")
-        if extra:
-            parts.append(f"has extra {', '.join(map(str, extra[:5]))}")
-        raise ValueError(
-            f"the {what} data's columns do not match the training data's: it "
-            f"{' and '.join(parts)}."
-        )
+    """Refuse held-out data without the training data's columns (matched by name)."""
+    difference = column_difference(train.columns, other.columns)
+    if difference:
+        raise ValueError(f"the {what} data's columns do not match the training data's: it "
+                         f"{difference}.")
 
 
 def first_fraction(y: pd.Series) -> float | None:
     """The first value of a numeric target column that is not a whole number, if any."""
-    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y) or \
+            pd.api.types.is_complex_dtype(y):  # refused by check_target
         return None
     values = y.to_numpy(dtype=float)
     values = values[np.isfinite(values)]
@@ -358,6 +365,10 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                              f"{y.index[bad[0]]} of the {what}: drop that row or give a "
                              "finite value.")
     if task == "regression":
+        if pd.api.types.is_complex_dtype(y):  # to_numpy(dtype=float) keeps the real parts
+            raise ValueError(f"target column {name!r} holds complex numbers: a regression "
+                             "target must be real; value its real part (np.real) or its "
+                             "magnitude (np.abs), or each in a run of its own.")
         if not numeric:
             raise ParameterError(
                 f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
@@ -403,7 +414,26 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
             f"target column {name!r} has a single class ({plain_value(y.iloc[0])!r}): "
             f"classification needs at least two{merged}."
         )
+    _warn_spaced_labels(y, what)
     return y.to_numpy()
+
+
+def _warn_spaced_labels(y: pd.Series, what: str) -> None:
+    """Warn of text labels that differ only in spaces at their ends ("yes" and "yes "): a
+    CSV reader drops the spaces before a value, not after it, so a stray space made a class
+    of its own, silently."""
+    if pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        return
+    spellings: dict[str, list[str]] = {}
+    for level in pd.unique(y.to_numpy()):
+        if isinstance(level, str):
+            spellings.setdefault(level.strip(), []).append(level)
+    split = next((found for found in spellings.values() if len(found) > 1), None)
+    if split is not None:
+        warnings.warn(f"target column {y.name!r} of the {what} holds labels that differ only "
+                      f"in spaces at their ends ({', '.join(repr(v) for v in split[:3])}): "
+                      "each is a class of its own; strip the spaces (e.g. y.str.strip() or "
+                      "in the file) if they are one class.", UserWarning, stacklevel=3)
 
 
 # -- features -----------------------------------------------------------------

@@ -12,6 +12,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, is_classifier
 
 from tdshap._validation import (
+    check_columns_by_position,
     check_data,
     check_estimator,
     check_random_state,
@@ -52,6 +53,7 @@ class BaseValuation(BaseEstimator):
 
     def _check_common(self) -> None:
         check_estimator(self.estimator)
+        check_columns_by_position(self.estimator)
         check_random_state(self.random_state)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")

@@ -22,7 +22,12 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from tdshap._validation import check_bag_rows, check_estimator, check_number
+from tdshap._validation import (
+    check_bag_rows,
+    check_columns_by_position,
+    check_estimator,
+    check_number,
+)
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import (
     check_some_fit_worked,
@@ -188,6 +193,7 @@ class DataOOB(DirectValuation):
         Xa, ya = self._start(X, y)
         check_bag_rows(len(ya), "DataOOB")
         check_estimator(self.estimator)
+        check_columns_by_position(self.estimator)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
         check_number(self.n_estimators, "n_estimators", low=1, integer=True)

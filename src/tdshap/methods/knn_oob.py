@@ -56,13 +56,14 @@ from scipy.stats import poisson
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import check_bag_rows, check_number
+from tdshap._validation import check_bag_rows, check_columns_by_position, check_number
 from tdshap.methods.direct import DirectValuation
 from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import NotEligible
 from tdshap.utility.fast.budget import over_budget
 from tdshap.utility.fast.neighbor_lists import NeighborLists, check_eligible
+from tdshap.utility.fast.pipeline import head_features
 
 _METRICS: dict[str, tuple[str, ...]] = {"classification": ("true_class_proba",)}
 
@@ -208,8 +209,8 @@ class KNNOutOfBag(DirectValuation):
             raise ValueError(f"KNNOutOfBag values a KNeighborsClassifier with uniform weights "
                              f"(or a Pipeline ending in one): {problem}; use ThresholdingOOB "
                              "or DataOOB for other models.")
-        if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
-            Xa = np.asarray(Pipeline(estimator.steps[:-1]).fit(Xa, ya).transform(Xa), float)
+        check_columns_by_position(estimator)
+        (Xa,) = head_features(estimator, Xa, ya, method="KNNOutOfBag")
         model = knn_step(estimator)
         # a bag holds N rows (with repeats) and scikit-learn's k-NN refuses more neighbours
         # than it was fitted on, so DataOOB's every bag fails beyond N; the closed form would

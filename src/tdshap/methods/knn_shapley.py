@@ -98,9 +98,16 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import check_data, check_number, check_shared_classes
+from tdshap._validation import (
+    check_columns_by_position,
+    check_columns_in_order,
+    check_data,
+    check_number,
+    check_shared_classes,
+)
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
+from tdshap.utility.fast.pipeline import head_features
 
 #: entries of one chunk's validation x training arrays: each float64 one is 8 MiB, and
 #: a regression chunk holds about ten at once
@@ -329,13 +336,12 @@ class KNNShapley(DirectValuation):
                              "other.")
         else:
             _, _, Xv, yv = check_data(Xa, ya, X_val, y_val)
+            check_columns_in_order(X, X_val, "X", "X_val")  # Xa has no column names
         Xv_given, yv_given = Xv, yv  # the cut recognises the validation rows as given
         if self.estimator is not None:
             _knn_model(self.estimator)
-            if isinstance(self.estimator, Pipeline) and len(self.estimator.steps) > 1:
-                head = Pipeline(self.estimator.steps[:-1]).fit(Xa, ya)
-                Xa, Xv = np.asarray(head.transform(Xa), float), np.asarray(head.transform(Xv),
-                                                                           float)
+            check_columns_by_position(self.estimator)
+            Xa, Xv = head_features(self.estimator, Xa, ya, Xv, method="KNNShapley")
         if Xa.ndim != 2:  # scipy's distances would refuse it from deep inside
             raise ValueError(f"KNNShapley measures distances between rows of features: X must "
                              f"be 2-D (rows x features), got shape {Xa.shape}; flatten it "

@@ -100,6 +100,10 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         return f"sequential_{getattr(self.method, 'algorithm', 'method')}"
 
     def _check_params(self, n: int) -> int:
+        if isinstance(self.method, type):  # its get_params wanted self: a TypeError
+            raise ValueError(f"method must be a valuation method's instance, got the class "
+                             f"{self.method.__name__}: pass {self.method.__name__}(estimator) "
+                             "(with its parameters).")
         if not all(hasattr(self.method, a) for a in ("fit", "get_params", "algorithm")):
             raise ValueError("method must be a tdshap valuation method such as TDShap(Ridge()), "
                              f"not the model itself: got {self.method!r}.")

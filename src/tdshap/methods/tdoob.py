@@ -62,7 +62,13 @@ from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
 from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import oob_lists
-from tdshap.utility.metrics import ROW_METRICS, TRUE_CLASS_PROBA, row_scores
+from tdshap.utility.metrics import (
+    ROW_METRICS,
+    TRUE_CLASS_PROBA,
+    check_metric_for_model,
+    resolve_metric,
+    row_scores,
+)
 from tdshap.utility.parallel import JOBLIB_BACKENDS, limited_threads, single_threaded
 from tdshap.utility.warm_start import prepare_estimator
 
@@ -236,6 +242,8 @@ class ThresholdingOOB(BaseValuation):
                              f"use one of {ROW_METRICS}, or None for "
                              "the task's default (true_class_proba for a classifier with "
                              "predict_proba, accuracy for another, neg_mae for a regressor).")
+        # a regressor's rows scored 0 by both, and tau = 1 / 0 classes: ZeroDivisionError
+        check_metric_for_model(resolve_metric(self.metric), self.estimator)
         return str(self.metric)
 
     def _check_params(self, n: int) -> None:

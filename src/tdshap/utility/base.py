@@ -47,7 +47,7 @@ from typing import Any, ClassVar, Literal, Protocol, Self
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
 
-from tdshap.utility.metrics import MetricSpec, resolve_metric
+from tdshap.utility.metrics import MetricSpec, check_metric_for_model, resolve_metric
 
 OnError = Literal["raise", "fallback"]
 #: Per-run counters; a parallel executor adds its workers' counts to these and a
@@ -307,6 +307,12 @@ class Utility:
         # fits that raised (scored by the fallback): an application may stop a run with many
         self.n_failed_fits = 0
         self.first_error: str | None = None
+        # as cleanse and find_harmful check it: a metric that cannot score these rows (f1
+        # or roc_auc of more than two classes) raised from deep inside the run's first fit
+        check_metric_for_model(self.metric, estimator)
+        problem = scoring_problem(self.metric, y, X_val, y_val, self.classifier)
+        if problem:
+            raise ValueError(f"metric {self.metric.name!r} {problem}; choose another metric.")
 
     @property
     def n(self) -> int:

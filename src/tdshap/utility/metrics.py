@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.base import is_classifier
+from sklearn.base import is_classifier, is_regressor
 from sklearn.metrics import brier_score_loss, get_scorer, get_scorer_names, log_loss
 
 PredictionMetric = Callable[[np.ndarray, np.ndarray], float]
@@ -247,6 +247,23 @@ def metric_task(spec: MetricSpec) -> str | None:
         return "classification"
     entry = _BUILTIN.get(spec.name)
     return entry[1] if entry else None
+
+
+def check_metric_for_model(spec: MetricSpec, estimator: Any) -> None:
+    """Refuse ``accuracy`` (a prediction counts when it equals the label) for a regressor:
+    its predictions fall between the labels, so every score was 0 and every value 0,
+    silently (find_harmful refuses a regressor for a classification task)."""
+    try:
+        regressor = is_regressor(estimator)
+    except (AttributeError, TypeError):  # not a scikit-learn estimator: refused elsewhere
+        return
+    what = {"accuracy": "counts the predictions equal to the labels",
+            TRUE_CLASS_PROBA: "scores the predicted probability of each row's label"}
+    if spec.name in what and regressor:
+        raise ValueError(f"metric {spec.name!r} {what[spec.name]}, but "
+                         f"{type(estimator).__name__} is a regressor, whose predictions fall "
+                         "between them: every score would be 0. Give a classifier, or a "
+                         "regression metric (neg_mae, neg_mse or r2).")
 
 
 def default_metric(estimator: Any) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
@@ -63,3 +64,31 @@ def transform_once(
             "fast paths need 2-D float64 features (float32 models round differently)."
         )
     return X, X_val
+
+
+def head_features(estimator: Any, X: np.ndarray, y: np.ndarray, *others: np.ndarray,
+                  method: str) -> tuple[np.ndarray, ...]:
+    """``X`` and ``others`` as the model at the end of the Pipeline ``estimator`` sees them:
+    its steps before the model fitted on ``(X, y)`` (unchanged for a bare model), as dense
+    finite float arrays, for a closed form (``method``) that measures distances on them.
+
+    A sparse output (a OneHotEncoder's default) is made dense: numpy read it as one object
+    ("setting an array element with a sequence"). A step that fails (a PCA of more
+    components than features) or gives NaN or infinite values is named, with the fix.
+    """
+    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
+        return (X, *others)
+    try:
+        head = Pipeline(estimator.steps[:-1]).fit(X, y)
+        out = [head.transform(a) for a in (X, *others)]
+        arrays = tuple(np.asarray(a.toarray() if sp.issparse(a) else a, dtype=float)
+                       for a in out)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{method}: the Pipeline's steps before the k-NN failed "
+                         f"({type(err).__name__}: {err}); fix those steps, or give X "
+                         "transformed and the k-NN alone.") from None
+    if not all(np.isfinite(a).all() for a in arrays):
+        raise ValueError(f"{method}: the Pipeline's steps before the k-NN give NaN or "
+                         "infinite values, and distances to them say nothing: fix those "
+                         "steps (e.g. impute, or clip before a logarithm).")
+    return arrays
