@@ -464,3 +464,16 @@ def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_name
     with pytest.raises(ValueError, match=r"KNNShapley: the Pipeline's steps before the k-NN "
                        r"failed \(ValueError: Found unknown categories"):
         KNNShapley(make_pipeline(OneHotEncoder(), KNeighborsClassifier(3))).fit(X, y, Xv, yv)
+
+
+def test_regression_targets_too_large_to_square_are_refused() -> None:
+    rng = np.random.default_rng(0)
+    X, X_val = rng.normal(size=(30, 2)), rng.normal(size=(10, 2))
+    y, y_val = rng.normal(size=30), rng.normal(size=10)
+    for big_y, big_val in ((y * 1e200, y_val), (y, y_val * 1e200)):  # the values were NaN
+        with pytest.raises(ValueError, match=r"y \(with y_val\) has values too large to "
+                           r"square \(up to .*e\+2\d\d\): rescale it"):
+            KNNShapley(KNeighborsRegressor(n_neighbors=3)).fit(X, big_y, X_val, big_val)
+    values = KNNShapley(KNeighborsRegressor(n_neighbors=3)).fit(X, y * 1e100, X_val,
+                                                                 y_val * 1e100).values_
+    assert np.isfinite(values).all()  # large but squarable: valued as before

@@ -95,6 +95,18 @@ def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
                          "column has its own name.")
 
 
+def check_squarable(values: np.ndarray, what: str, n_terms: int | None = None) -> None:
+    """Refuse regression targets too large to square and sum: the largest error of a
+    prediction is twice the largest ``|y|``, and its square summed over ``n_terms`` rows
+    (default: one per value; neg_mse, the k-NN values) must not overflow, or the values
+    are NaN, silently."""
+    largest = float(np.abs(values).max(initial=0.0))
+    n = len(values) if n_terms is None else n_terms
+    if largest > np.sqrt(np.finfo(float).max / max(n, 1)) / 2:
+        raise ValueError(f"{what} has values too large to square (up to {largest:.3g}): "
+                         "rescale it, e.g. to other units or a logarithm.")
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)

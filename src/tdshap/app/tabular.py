@@ -60,7 +60,12 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
-from tdshap._validation import ParameterError, check_number, column_difference
+from tdshap._validation import (
+    ParameterError,
+    check_number,
+    check_squarable,
+    column_difference,
+)
 
 MAX_LEVELS = 20
 #: why a text column may hold missing values its file seems not to have
@@ -375,12 +380,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                 "regression: use `task` classification or a numeric target.", "task"
             )
         values = y.to_numpy(dtype=float)
-        # the largest error of a prediction is twice the largest |y|; the sum of its square
-        # over the rows (neg_mse, the k-NN values) must not overflow, or the values are nan
-        largest = float(np.abs(values).max(initial=0.0))
-        if largest > np.sqrt(np.finfo(float).max / max(len(values), 1)) / 2:
-            raise ValueError(f"target column {name!r} has values too large to square (up to "
-                             f"{largest:.3g}): rescale it, e.g. to other units or a logarithm.")
+        check_squarable(values, f"target column {name!r}")
         # at the other end: the variance of a squared error is the spread to the fourth
         # power, below the smallest float from about 1e-77 on: every interval was then a
         # point and every lead "inf SE" (a 1e-90 target removed rows a 1.0 target kept)

@@ -104,6 +104,7 @@ from tdshap._validation import (
     check_data,
     check_number,
     check_shared_classes,
+    check_squarable,
 )
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
@@ -354,6 +355,9 @@ class KNNShapley(DirectValuation):
         if task == "regression":
             if ya.dtype.kind not in "biuf" or yv.dtype.kind not in "biuf":
                 raise ValueError("regression needs numeric targets in y and y_val.")
+            # each query's squared errors are summed over the training rows
+            check_squarable(np.concatenate([ya, yv]).astype(float), "y (with y_val)",
+                            len(ya) + len(yv))
             shift = float(np.mean(ya)) if self.center else 0.0
             ya, yv = ya.astype(float) - shift, yv.astype(float) - shift
         if self.batch_size is not None:
