@@ -67,16 +67,16 @@ from tdshap.cut import (
 )
 from tdshap.result import ValuationResult
 from tdshap.utility.base import (
+    check_scoring,
     check_some_fit_worked,
     describe_error,
     fallback_model,
     random_state_params,
-    scoring_problem,
 )
 from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
-from tdshap.utility.metrics import check_metric_for_model, default_metric, resolve_metric
+from tdshap.utility.metrics import default_metric, resolve_metric
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import Outcome, SubsetFitter
 
@@ -319,12 +319,9 @@ def cleanse(
         )
     _check_same_rows(values, X)
     spec = resolve_metric(default_metric(estimator) if metric is None else metric)
-    check_metric_for_model(spec, estimator)
     # as find_harmful checks it: a metric giving NaN made every score NaN and removed
     # nothing without a word; one that raised ended in its own error after the first fit
-    problem = scoring_problem(spec, ya, Xv, yv, is_classifier(estimator))
-    if problem:
-        raise ValueError(f"metric {spec.name!r} {problem}; choose another metric.")
+    check_scoring(spec, estimator, ya, Xv, yv)
     grid = base_grid = removal_grid(len(ya), step, max_fraction)
     eligible = eligible_rows(values, alpha) if rule == "one_se" else None
     n_eligible = None

@@ -229,6 +229,16 @@ def scoring_problem(spec: MetricSpec, y: np.ndarray, X_val: np.ndarray, y_val: n
     return None
 
 
+def check_scoring(spec: MetricSpec, estimator: Any, y: np.ndarray, X_val: np.ndarray,
+                  y_val: np.ndarray) -> None:
+    """Refuse, before any fit, a metric the model cannot serve (accuracy of a regressor) or
+    one that cannot score the validation rows (:func:`scoring_problem`)."""
+    check_metric_for_model(spec, estimator)
+    problem = scoring_problem(spec, y, X_val, y_val, is_classifier(estimator))
+    if problem:
+        raise ValueError(f"metric {spec.name!r} {problem}; choose another metric.")
+
+
 def check_some_fit_worked(failed: int, scored: int, first_error: str | None, what: str) -> None:
     """Refuse numbers for which no score came from the estimator: its ``failed`` fits were
     all there was (``scored``: the scores a fitted model gave), so each score was the
@@ -309,10 +319,7 @@ class Utility:
         self.first_error: str | None = None
         # as cleanse and find_harmful check it: a metric that cannot score these rows (f1
         # or roc_auc of more than two classes) raised from deep inside the run's first fit
-        check_metric_for_model(self.metric, estimator)
-        problem = scoring_problem(self.metric, y, X_val, y_val, self.classifier)
-        if problem:
-            raise ValueError(f"metric {self.metric.name!r} {problem}; choose another metric.")
+        check_scoring(self.metric, estimator, y, X_val, y_val)
 
     @property
     def n(self) -> int:
