@@ -225,6 +225,7 @@ def test_a_manifest_or_lock_that_is_no_small_file_is_refused_promptly(
 @pytest.mark.parametrize(("option", "words"), [
     (["--jobs", "0"], ("--jobs 0",)),
     (["--jobs", "1000000000"], ("--jobs 1000000000", "more workers than joblib can start")),
+    (["--jobs", "-99999"], ("--jobs -99999 counts back past every core",)),
     (["--seed", "-1"], ("--seed",)),
     (["--trials", "100000000000"], ("--trials", "1<=x<=10000")),
     (["--seed", "4294967296"], ("--seed", "0<=x<=4294967295")),
@@ -232,7 +233,8 @@ def test_a_manifest_or_lock_that_is_no_small_file_is_refused_promptly(
     (["--out", "victim"], ("holds files tdshap did not write", "--force")),
     (["--out", "wine.csv"], ("is a file",)),
     (["--out", "/proc/demo"], ("system folder",)),
-], ids=["no-jobs", "a-billion-jobs", "negative-seed", "huge-trials", "seed-past-2**32",
+], ids=["no-jobs", "a-billion-jobs", "jobs-past-every-core", "negative-seed", "huge-trials",
+        "seed-past-2**32",
         "last-seed-past-2**32", "users-folder", "a-file", "proc"])
 def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
                                                   words: tuple[str, ...]) -> None:
@@ -837,6 +839,7 @@ def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> No
     (["--time-budget", "0.001", "--method", "tdoob"], ("first pass", "--time-budget")),
     (["--jobs", "0"], ("--jobs 0 must be a non-zero integer",)),
     (["--jobs", "1000000000"], ("--jobs 1000000000", "more workers than joblib can start")),
+    (["--jobs", "-99999"], ("--jobs -99999 counts back past every core",)),
 ])
 def test_settings_refused_before_any_folder_exists(work: Path, option: list[str],
                                                    words: tuple[str, ...]) -> None:

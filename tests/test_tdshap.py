@@ -607,6 +607,26 @@ def test_more_workers_than_joblib_can_start_are_refused_up_front(method, n_jobs)
             valuer.fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
+
+@pytest.mark.parametrize("fit", [
+    lambda n_jobs: TMCShapley(_tree(), max_permutations=2, n_jobs=n_jobs).fit(
+        X_OK, Y_OK, X_OK, Y_OK),
+    lambda n_jobs: ThresholdingOOB(_tree(), max_iter=4, n_jobs=n_jobs).fit(
+        X_OK, Y_OK, X_OK, Y_OK),
+    lambda n_jobs: DataOOB(_tree(), n_estimators=4, n_jobs=n_jobs).fit(X_OK, Y_OK),
+    lambda n_jobs: cleanse(np.arange(20.0), _tree(), X_OK, Y_OK, X_OK, Y_OK, n_jobs=n_jobs),
+    lambda n_jobs: find_harmful(X_OK, Y_OK, X_val=X_OK, y_val=Y_OK, n_jobs=n_jobs),
+], ids=["tmc", "tdoob", "data_oob", "cleanse", "find_harmful"])
+def test_a_negative_n_jobs_past_every_core_is_refused(fit):
+    # joblib counts back from every core (-2 all but one) and ran n_jobs=-99999 on one
+    # worker, silently
+    from joblib import cpu_count
+
+    with pytest.raises(ValueError, match=r"n_jobs`?[= ]-99999 counts back past every core "
+                                         rf".* so -{cpu_count()} \(one worker\) is the lowest"):
+        fit(-99999)
+    fit(-cpu_count())  # the lowest that leaves a worker is taken
+
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""
 

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
@@ -311,7 +311,8 @@ MAX_N_JOBS = 500_000
 
 def check_n_jobs(n_jobs: Any, optional: bool = False) -> None:
     """Refuse what joblib refuses from deep inside (0, a float, a bool, more workers than it
-    can start); ``optional``: None (joblib's default, in-process) is taken too."""
+    can start) and a negative count past every core (joblib ran it on one worker, silently);
+    ``optional``: None (joblib's default, in-process) is taken too."""
     if n_jobs is None and optional:
         return
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
@@ -323,6 +324,13 @@ def check_n_jobs(n_jobs: Any, optional: bool = False) -> None:
         raise ValueError(
             f"n_jobs={n_jobs!r} is more workers than joblib can start (at most "
             f"{MAX_N_JOBS:,}): pass -1 for every core, or the number of workers you want."
+        )
+    cores = cpu_count()
+    if n_jobs < -cores:  # joblib silently ran such a count on one worker
+        raise ValueError(
+            f"n_jobs={n_jobs!r} counts back past every core (-1 is every core, -2 all but "
+            f"one): this machine has {cores} core(s), so -{cores} (one worker) is the lowest; "
+            "pass -1 for every core, or the number of workers you want."
         )
 
 
