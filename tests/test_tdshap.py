@@ -627,6 +627,25 @@ def test_a_negative_n_jobs_past_every_core_is_refused(fit):
         fit(-99999)
     fit(-cpu_count())  # the lowest that leaves a worker is taken
 
+
+@pytest.mark.parametrize("progress", ["yes", 3, print])
+@pytest.mark.parametrize("method", [
+    lambda p: TMCShapley(_tree(), max_permutations=2, progress=p),
+    lambda p: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1, progress=p),
+    lambda p: LeaveOneOut(_tree(), progress=p),
+    lambda p: ThresholdingOOB(_tree(), max_iter=4, progress=p),
+    lambda p: DataOOB(_tree(), n_estimators=4, progress=p),
+    lambda p: KNNShapley(progress=p),
+    lambda p: KNNOutOfBag(progress=p),
+    lambda p: SequentialRemoval(LeaveOneOut(_tree()), max_remove=2, progress=p),
+], ids=["tmc", "tdshap", "loo", "tdoob", "data_oob", "knn_shapley", "knn_oob", "sequential"])
+def test_a_progress_that_is_not_true_or_false_is_refused(method, progress):
+    # progress="yes" or 3 was truthy and showed a bar, a callable too (not called): every
+    # method took them as find_harmful does not
+    with pytest.raises(TypeError, match=r"progress=.* must be True or False"):
+        method(progress).fit(X_OK, Y_OK, X_OK, Y_OK)
+    method(np.bool_(False)).fit(X_OK, Y_OK, X_OK, Y_OK)  # numpy's bool is a switch too
+
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""
 

@@ -451,6 +451,14 @@ def check_random_state(random_state: Any, *, generator: bool = True,
     raise ValueError(f"random_state={random_state!r} must be {kinds}{hint}.")
 
 
+def check_flags(**flags: Any) -> None:
+    """Refuse a switch that is not True/False: ``impute="no"`` or ``progress="yes"`` would be
+    truthy and switch it on, ``progress=print`` too."""
+    for name, value in flags.items():
+        if not isinstance(value, bool | np.bool_):
+            raise TypeError(f"{name}={shown(value)} must be True or False.")
+
+
 def check_number(value: Any, name: str, *, low: float | None = None,
                  high: float | None = None, integer: bool = False, hint: str = "") -> None:
     """Raise ``ValueError`` unless ``value`` is a (whole) number ``>= low`` and ``<= high``."""

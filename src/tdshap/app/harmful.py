@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import (
+    check_flags,
     check_not_estimator,
     check_not_records,
     check_not_text,
@@ -214,13 +215,6 @@ def _checked_seed(seed: Any) -> int:
     and as a Python ``int`` (a numpy integer is not one for JSON)."""
     check_random_state(seed, generator=False, optional=False)
     return int(seed)
-
-
-def _check_flags(**flags: Any) -> None:
-    """Refuse a switch that is not True/False: ``impute="no"`` would be truthy and impute."""
-    for name, value in flags.items():
-        if not isinstance(value, bool | np.bool_):
-            raise TypeError(f"{name}={value!r} must be True or False.")
 
 
 def _model_task(estimator: Any) -> str | None:
@@ -521,7 +515,7 @@ def find_harmful(
         ``.table``: a DataFrame indexed like ``X``'s training rows; ``.run``:
         the run; ``.report()`` prints the summary.
     """
-    _check_flags(impute=impute, cleanse=cleanse, progress=progress)
+    check_flags(impute=impute, cleanse=cleanse, progress=progress)
     for name, data in (("X", X), ("y", y), ("X_val", X_val), ("y_val", y_val),
                        ("X_test", X_test), ("y_test", y_test)):
         check_not_estimator(data, name, "the estimator goes third: find_harmful(X, y, "

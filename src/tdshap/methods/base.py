@@ -15,6 +15,7 @@ from tdshap._validation import (
     check_columns_by_position,
     check_data,
     check_estimator,
+    check_flags,
     check_random_state,
     check_shared_classes,
 )
@@ -55,6 +56,7 @@ class BaseValuation(BaseEstimator):
         check_estimator(self.estimator)
         check_columns_by_position(self.estimator)
         check_random_state(self.random_state)
+        check_flags(progress=self.progress)
         if self.on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error={self.on_error!r} must be 'raise' or 'fallback'.")
         if self.seed_mode not in SEED_MODES:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._validation import as_pair, check_number, check_random_state
+from tdshap._validation import as_pair, check_flags, check_number, check_random_state
 from tdshap.intervals import DEFAULT_INTERVAL
 from tdshap.methods.base import BaseValuation, seed_of
 from tdshap.result import ValuationResult
@@ -44,6 +44,7 @@ class DirectValuation(BaseValuation):
     def _start(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """Training features and targets as arrays; the user's row index kept."""
         check_random_state(self.random_state)
+        check_flags(progress=self.progress)
         Xa, ya = as_pair(X, y, "X", "y")
         if len(Xa) == 0:
             raise ValueError("X is empty: the training set needs at least one row.")

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from tdshap._validation import check_data, check_number, check_random_state
+from tdshap._validation import check_data, check_flags, check_number, check_random_state
 from tdshap.methods.base import seed_of
 from tdshap.methods.checkpoint.files import CheckpointError, data_fingerprint, plan_resume
 from tdshap.methods.checkpoint.mixin import Checkpointing
@@ -115,6 +115,7 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
                              "every stage: drop them from the method and use checkpoint= "
                              "and resume= of SequentialRemoval, which save the whole run.")
         check_random_state(self.random_state)  # its own generator comes before any stage's
+        check_flags(progress=self.progress)
         check_number(self.step, "step", low=1, integer=True, hint="Rows removed per stage.")
         self._check_checkpoint_params()
         if self.max_remove is None:
