@@ -780,8 +780,10 @@ def test_validation_rows_of_a_single_class_are_warned_about() -> None:
     y_val = np.ones(50, dtype=int)
     with pytest.warns(UserWarning, match=r"the validation rows hold a single class \(1\): a "
                       r"model that predicts it for every row scores best on them, .*give "
-                      r"validation rows of every class"):
+                      r"validation rows of every class") as seen:
         tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y_val, cleanse=False)
+    # once, before any work: not again by the method that values the rows
+    assert sum("single class" in str(w.message) for w in seen) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # two classes: no warning
         tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y[150:], cleanse=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -645,6 +646,25 @@ def test_a_progress_that_is_not_true_or_false_is_refused(method, progress):
     with pytest.raises(TypeError, match=r"progress=.* must be True or False"):
         method(progress).fit(X_OK, Y_OK, X_OK, Y_OK)
     method(np.bool_(False)).fit(X_OK, Y_OK, X_OK, Y_OK)  # numpy's bool is a switch too
+
+@pytest.mark.parametrize("method", [
+    TMCShapley(_tree(), max_permutations=2),
+    TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
+    LeaveOneOut(_tree()),
+    ThresholdingOOB(_tree(), max_iter=4),
+    KNNShapley(),
+], ids=["tmc", "tdshap", "loo", "tdoob", "knn_shapley"])
+def test_validation_rows_of_a_single_class_are_warned_about(method):
+    # find_harmful warned, the methods did not: every score rewards predicting that class,
+    # so the other classes' rows were valued as harmful, silently
+    with pytest.warns(UserWarning, match=r"the validation rows hold a single class \('ham'\): "
+                                         r"a model that predicts it .* of every class") as seen:
+        method.fit(X_OK, np.where(Y_OK == 1, "spam", "ham"), X_OK, np.full(20, "ham"))
+    assert seen[0].filename == __file__  # the user's call of fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # two classes: no warning
+        method.fit(X_OK, Y_OK, X_OK, Y_OK)
+
 
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""

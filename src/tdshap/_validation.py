@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Hashable, Iterator
 from typing import Any
 
@@ -305,6 +306,29 @@ def check_data(
         )
     check_label_kinds(ya, yv)
     return Xa, ya, Xv, yv
+
+
+def plain_value(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (its repr is what a user wrote)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+#: how the warning of held-out rows of one class begins, after "the validation"
+ONE_CLASS = "rows hold a single class"
+
+
+def warn_one_class(labels: np.ndarray, what: str = "validation", stacklevel: int = 2) -> None:
+    """Held-out (``what``) classification rows of a single class: their score rewards
+    predicting it everywhere, so every other class's training rows seem harmful (a
+    warning: it may be what is meant). ``stacklevel``: the caller's, as ``warnings.warn``
+    counts it from the caller."""
+    levels = pd.unique(labels)
+    if len(levels) == 1:
+        warnings.warn(f"the {what} {ONE_CLASS} ({plain_value(levels[0])!r}): a model that "
+                      "predicts it for every row scores best on them, so the other classes' "
+                      "training rows are valued as harmful and cleansing favours removing "
+                      f"them; give {what} rows of every class.", UserWarning,
+                      stacklevel=stacklevel + 1)
 
 
 def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:

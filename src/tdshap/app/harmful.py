@@ -35,6 +35,7 @@ from tdshap._validation import (
     check_target_not_a_feature,
     check_unique_columns,
     check_unmasked,
+    warn_one_class,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
 from tdshap.app.plan import RunPlan, execute, plan
@@ -176,17 +177,6 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
                   "errors for every model.", UserWarning, stacklevel=3)
 
 
-def _check_one_class(labels: np.ndarray, what: str) -> None:
-    """Held-out rows of a single class: their accuracy rewards predicting it everywhere, so
-    the cut removes the other classes' training rows (a warning: it may be what is meant)."""
-    levels = pd.unique(labels)
-    if len(levels) == 1:
-        warnings.warn(f"the {what} rows hold a single class ({plain_value(levels[0])!r}): a "
-                      "model that predicts it for every row scores best on them, so cleansing "
-                      "favours removing the other classes' training rows; give "
-                      f"{what} rows of every class.", UserWarning, stacklevel=3)
-
-
 def _row_hashes(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """One 64-bit hash per row of features and target (equal rows, equal hashes)."""
     return pd.util.hash_pandas_object(pd.DataFrame(X).assign(_target=y), index=False).to_numpy()
@@ -305,7 +295,7 @@ def prepare(
         yv = check_target(y_val, task, 1, "validation data")
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
-            _check_one_class(yv, "validation")
+            warn_one_class(yv, stacklevel=2)
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import reprlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from joblib import effective_n_jobs
 from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import (
+    ONE_CLASS,
     ParameterError,
     check_estimator,
     check_number,
@@ -821,7 +823,9 @@ def execute(p: RunPlan) -> HarmfulRun:
     data, valuer, o = p.data, p.valuer, p.options
     if getattr(valuer, "checkpoint", None) is not None:
         Path(valuer.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-    valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
+    with warnings.catch_warnings():  # prepare warned of given rows of one class already
+        warnings.filterwarnings("ignore", message=f"the validation {ONE_CLASS}")
+        valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
     result = valuer.result_
     extra = result.extra
     _check_failures("valuation", int(extra.get("n_failed_fits", 0)), result.n_fits,

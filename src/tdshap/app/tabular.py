@@ -65,6 +65,7 @@ from tdshap._validation import (
     check_number,
     check_squarable,
     column_difference,
+    plain_value,
 )
 
 MAX_LEVELS = 20
@@ -835,8 +836,3 @@ def _cut(y: np.ndarray, idx: np.ndarray, size: int, seed: int,
     except ValueError:  # a class too small for this cut: random instead
         a, b = train_test_split(idx, test_size=size, random_state=seed)
     return np.sort(a), np.sort(b)
-
-
-def plain_value(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds (its repr is what a user wrote)."""
-    return value.item() if isinstance(value, np.generic) else value

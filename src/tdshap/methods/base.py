@@ -18,6 +18,7 @@ from tdshap._validation import (
     check_flags,
     check_random_state,
     check_shared_classes,
+    warn_one_class,
 )
 from tdshap.result import ValuationResult
 from tdshap.utility.base import SEED_MODES, Chain, Utility, check_some_fit_worked
@@ -70,6 +71,7 @@ class BaseValuation(BaseEstimator):
         Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
         if is_classifier(self.estimator):
             check_shared_classes(ya, yv)
+            warn_one_class(yv, stacklevel=3)  # the user's call of fit
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None
         self._check_params(len(ya))
         rng = np.random.default_rng(self.random_state)

@@ -105,6 +105,7 @@ from tdshap._validation import (
     check_number,
     check_shared_classes,
     check_squarable,
+    warn_one_class,
 )
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
@@ -352,6 +353,7 @@ class KNNShapley(DirectValuation):
         self._check_fixed_metric(task, _METRICS)
         if task == "classification" and validation:
             check_shared_classes(ya, yv)
+            warn_one_class(yv)
         if task == "regression":
             if ya.dtype.kind not in "biuf" or yv.dtype.kind not in "biuf":
                 raise ValueError("regression needs numeric targets in y and y_val.")
