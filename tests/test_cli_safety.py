@@ -767,6 +767,17 @@ def test_every_fit_failing_is_an_error(work: Path) -> None:
                   words=("failed on every one", "Mahalanobis"))
 
 
+
+def test_every_fit_failing_on_tiny_data_names_the_data(work: Path) -> None:
+    # 6 rows leave 3 to value: every trial subset held one class, which LogisticRegression
+    # refuses, and the line said "fix the model or its parameters"
+    (work / "tiny.csv").write_text("a,b,label\n" + "".join(
+        f"{i},{i + 1},{'xy'[i % 2]}\n" for i in range(6)))
+    check_refused(work, "clean", "tiny.csv", "--target", "label", "--model", "logreg",
+                  "--out", "out", "--no-progress",
+                  words=("it fits all 3 training rows, so the problem is the data",
+                         "give more training rows of each class"))
+
 @pytest.mark.parametrize(("params", "words"), [
     ('{"metric": "precomputed"}', ("metric='precomputed'", "the rows are features",
                                    "Drop metric from --params")),

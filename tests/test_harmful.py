@@ -645,6 +645,17 @@ def test_a_knn_on_few_rows_is_never_cut_below_its_neighbours() -> None:
     assert rows.run.cleansing is not None and list(rows.run.cleansing.grid) == [0]
 
 
+@pytest.mark.parametrize("method", ["tdshap", "tdoob"])
+def test_every_trial_fit_failing_on_tiny_data_names_the_data_not_the_model(method: str) -> None:
+    # 3 training rows: every subset a trial fitted held one class, which LogisticRegression
+    # refuses, and the error said "fix the model or its parameters"
+    X, y = np.arange(12.0).reshape(6, 2), np.array([0, 1] * 3)
+    with pytest.raises(ValueError, match=r"failed on every one of 2 trial fits .*: it fits "
+                       r"all 3 training rows, so the problem is the data: .* give more "
+                       r"training rows of each class\.$"):
+        tdshap.find_harmful(X, y, "logreg", method=method)
+
+
 def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     from sklearn.neighbors import KNeighborsClassifier
 
@@ -652,7 +663,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
 
     # the suggestion was always "e.g. 5", itself not below N for N <= 5
     with pytest.raises(ValueError, match=r"the N=4 training rows valued: every fit would fail. "
-                       r"Choose n_neighbors well below N \(e.g. 2\) for the model"):
+                       r"Choose n_neighbors well below N \(e.g. 2\) for the model "
+                       r"\(`params`\), or give more training rows"):
         tdshap.find_harmful(_X[:4], _Y[:4], KNeighborsClassifier(n_neighbors=5),
                             X_val=_X[8:], y_val=_Y[8:], cleanse=False)
     with pytest.raises(ValueError, match=r"the N=1 training row valued: .* A k-NN needs at "

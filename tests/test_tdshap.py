@@ -132,7 +132,7 @@ def test_a_model_that_never_fits_is_refused_not_valued_by_the_fallback(
     # every score was the fallback's constant: the values were all 0, with no word of it
     d = breast_cancer_small
     with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*"
-                       r"RuntimeError: broken model"):
+                       r"RuntimeError: broken model.*: fix the estimator or its parameters"):
         method().fit(d.X_train, d.y_train, d.X_val, d.y_val)
     with pytest.raises(ValueError, match=r"every one of its .* fits in the cleansing curve"):
         cleanse(np.arange(60.0), _NeverFits(), d.X_train, d.y_train, d.X_val, d.y_val)
@@ -674,6 +674,16 @@ class _NaNModel(DecisionTreeClassifier):
 
     def predict_proba(self, X):
         return np.full((len(X), len(self.classes_)), np.nan)
+
+
+def test_every_fit_failing_on_tiny_data_names_the_data_not_the_model():
+    # each bag of the two rows held one class, which LogisticRegression refuses: the error
+    # said "fix the estimator or its parameters"
+    X, y = np.array([[0.0], [1.0]]), np.array([0, 1])
+    with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*: it fits all "
+                       r"2 training rows, so the problem is the data: .* give more training "
+                       r"rows of each class\.$"):
+        ThresholdingOOB(LogisticRegression(), max_iter=4, random_state=0).fit(X, y, X, y)
 
 
 @pytest.mark.parametrize("method", [

@@ -41,7 +41,7 @@ from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError, checkpoint_info
-from tdshap.utility.base import nested_params
+from tdshap.utility.base import nested_params, too_few_rows
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import worker_count
@@ -112,7 +112,7 @@ def _check_neighbours(estimator: Any, n: int, n_min: int | None = None) -> None:
         if value > n:
             # the suggestion must itself fit: 5 is not below N when N <= 5
             fix = (f"Choose n_neighbors well below N (e.g. {max(1, min(5, n // 2))}) for "
-                   "the model (`params`)." if n >= 2 else
+                   "the model (`params`), or give more training rows." if n >= 2 else
                    "A k-NN needs at least 2 training rows, one judged by the others: use "
                    "more rows.")
             raise ParameterError(
@@ -386,9 +386,10 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     if k > 1 and per * (k + 1) < 1.0 and utility.n_failed_fits < utility.n_fits:
         per, timed = timed_chain(k), timed + k + 1
     if utility.n_fits and utility.n_failed_fits == utility.n_fits:
+        fix = utility.too_few_rows()
         raise TooManyFailures(
             f"the model failed on every one of {utility.n_fits} trial fits before the run "
-            f"({utility.first_error}): fix the model or its parameters.")
+            f"({utility.first_error}): {fix or 'fix the model or its parameters'}.")
     blocks, max_iter = -(-n // k), tdshap.max_iter
     blocks_done, rounds_done, resumed = 0, 0, ""
     if done is not None:  # check_resume has checked these counts against N, k and max_iter
@@ -498,8 +499,9 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         except Exception as err:
             errors.append(describe_error(err))
     if len(errors) == 2:
+        fix = too_few_rows(estimator, X, y, lambda model: model.predict(X[sample]))
         raise TooManyFailures(f"the model failed on every one of 2 trial fits before the run "
-                              f"({errors[0]}): fix the model or its parameters.")
+                              f"({errors[0]}): {fix or 'fix the model or its parameters'}.")
     refit_bag = fit_s + predict_s * out_rows
     per_cut = fit_s + predict_s * held
     workers = effective_n_jobs(n_jobs)

@@ -147,7 +147,8 @@ class BaseValuation(BaseEstimator):
         self._release()
         stats = utility.stats()
         check_some_fit_worked(int(stats.get("n_failed_fits", 0)), self._n_scored(stats),
-                              stats.get("first_error"), f"this {self.algorithm} run")
+                              stats.get("first_error"), f"this {self.algorithm} run",
+                              utility.too_few_rows)
         counted = ("n_fits", "n_evaluations", "fit_seconds")
         extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))

@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, Self
 
@@ -239,17 +239,42 @@ def check_scoring(spec: MetricSpec, estimator: Any, y: np.ndarray, X_val: np.nda
         raise ValueError(f"metric {spec.name!r} {problem}; choose another metric.")
 
 
-def check_some_fit_worked(failed: int, scored: int, first_error: str | None, what: str) -> None:
+def too_few_rows(estimator: Any, X: np.ndarray, y: np.ndarray,
+                 check: Callable[[Any], Any] | None = None) -> str | None:
+    """Why ``estimator`` failed on every subset of ``(X, y)`` it was fitted on, when the
+    data are the problem: it fits all the rows (and ``check`` of that model, e.g. scoring
+    it, neither raises nor gives NaN), so the subsets were too small for it (a
+    classifier's, typically, of a single class: "needs samples of at least 2 classes").
+    None: the model fails on all the rows too, so the model is the problem. One fit, paid
+    only on this error path (a tiny training set said "fix the model")."""
+    try:
+        model = clone(estimator).fit(X, y)
+        checked = None if check is None else check(model)
+        if isinstance(checked, float) and not np.isfinite(checked):
+            return None
+    except Exception:  # the model's own problem: the caller says so
+        return None
+    each = " of each class" if is_classifier(estimator) else ""
+    return (f"it fits all {len(y):,} training rows, so the problem is the data: the "
+            f"subsets of them it was fitted on were too small for it"
+            f"{' (e.g. of a single class)' if each else ''}; give more training rows{each}")
+
+
+def check_some_fit_worked(failed: int, scored: int, first_error: str | None, what: str,
+                          data_fix: Callable[[], str | None] | None = None) -> None:
     """Refuse numbers for which no score came from the estimator: its ``failed`` fits were
     all there was (``scored``: the scores a fitted model gave), so each score was the
     fallback's constant prediction and the numbers describe no model (values all 0, a
-    flat cleansing curve)."""
+    flat cleansing curve). ``data_fix``: the fix when the data are the problem
+    (:func:`too_few_rows`), asked only when refusing."""
     if failed and scored <= 0:
+        fix = (data_fix() if data_fix is not None else None) or (
+            "fix the estimator or its parameters (on_error='raise' shows the error where "
+            "it happens)")
         raise ValueError(
             f"the estimator failed on every one of its {failed:,} fits in {what} (the first "
             f"error: {first_error or 'not recorded'}), so every score would be the fallback's "
-            "constant prediction, not the estimator's: fix the estimator or its parameters "
-            "(on_error='raise' shows the error where it happens).")
+            f"constant prediction, not the estimator's: {fix}.")
 
 
 class Utility:
@@ -349,6 +374,11 @@ class Utility:
         """Score of the best constant prediction for subset ``idx`` (see module doc)."""
         labels = self.y[idx] if len(idx) else self.y
         return self.metric.score(fallback_model(labels, self._classes), self.X_val, self.y_val)
+
+    def too_few_rows(self) -> str | None:
+        """:func:`too_few_rows` of this utility's estimator, rows and validation score."""
+        return too_few_rows(self.estimator, self.X, self.y,
+                            lambda model: self.metric.score(model, self.X_val, self.y_val))
 
     def record_failure(self, err: Exception) -> None:
         """Count a fit that raised and keep the first error (scored by the fallback)."""
