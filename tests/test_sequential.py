@@ -243,3 +243,21 @@ def test_the_method_s_own_checkpoint_is_refused_before_any_stage(data, tmp_path,
                           ).fit(*data)
     assert (tmp_path / "inner.tdshap").read_bytes() == b"the user's file"
     assert not (tmp_path / "seq.tdshap").exists()
+
+
+def test_a_stage_left_rows_of_one_class_still_runs_but_the_callers_rows_are_checked():
+    # the methods refuse training rows of a single class; a later stage may be left such
+    # rows (the minority's were removed first) and its equal values were always taken
+    from sklearn.tree import DecisionTreeClassifier
+
+    from tdshap import TMCShapley
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    y, yv = np.zeros(20, int), np.zeros(20, int)
+    y[:3] = yv[0] = 1  # three minority rows of noise
+    seq = SequentialRemoval(TMCShapley(DecisionTreeClassifier(random_state=0),
+                                       max_permutations=5), step=2, random_state=0)
+    assert set(seq.fit(X, y, Xv, yv).order_[:10]) >= {0, 1, 2}  # the minority went first
+    with pytest.raises(ValueError, match=r"y holds a single class \(0\)"):
+        seq.fit(X, np.zeros(20, int), Xv, yv)

@@ -666,6 +666,23 @@ def test_validation_rows_of_a_single_class_are_warned_about(method):
         method.fit(X_OK, Y_OK, X_OK, Y_OK)
 
 
+
+@pytest.mark.parametrize("method", [
+    lambda: TMCShapley(_tree(), max_permutations=2),
+    lambda: TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
+    lambda: LeaveOneOut(_tree()),
+    lambda: ThresholdingOOB(_tree(), max_iter=4),
+    lambda: DataOOB(_tree(), n_estimators=4),
+    lambda: KNNShapley(),
+    lambda: KNNOutOfBag(),
+], ids=["tmc", "tdshap", "loo", "tdoob", "data_oob", "knn_shapley", "knn_oob"])
+def test_training_rows_of_a_single_class_are_refused(method):
+    # every model predicted that class: the values were all 0 (all 1 for ThresholdingOOB),
+    # with no word of it, where find_harmful and KNNOutOfBag refused them
+    with pytest.raises(ValueError, match=r"y holds a single class \('ham'\): every model would "
+                                         r"predict it, .* at least two classes"):
+        method().fit(X_OK, np.full(20, "ham"), X_OK, np.where(Y_OK == 1, "spam", "ham"))
+
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""
 

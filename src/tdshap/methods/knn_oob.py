@@ -56,7 +56,12 @@ from scipy.stats import poisson
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
-from tdshap._validation import check_bag_rows, check_columns_by_position, check_number
+from tdshap._validation import (
+    check_bag_rows,
+    check_columns_by_position,
+    check_number,
+    check_two_classes,
+)
 from tdshap.methods.direct import DirectValuation
 from tdshap.methods.stopping import MAX_ROUNDS
 from tdshap.utility.fast.approximate_search import check_search
@@ -227,9 +232,8 @@ class KNNOutOfBag(DirectValuation):
         if tables:
             raise ValueError(f"KNNOutOfBag: {tables}; use fewer neighbours (e.g. 5).")
         self._check_fixed_metric("classification", _METRICS)
+        check_two_classes(ya)
         classes = np.unique(ya)
-        if len(classes) < 2:
-            raise ValueError("y has a single class: there is nothing to tell apart.")
         self.n_classes_ = len(classes)
         check_bag_rows(n, "KNNOutOfBag")
         try:

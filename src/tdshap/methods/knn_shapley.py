@@ -370,6 +370,8 @@ class KNNShapley(DirectValuation):
         if training and n < 2:
             raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
                              "row is valued by what it does to the others.")
+        if task == "classification":
+            self._check_two_classes(ya)
         extra: dict[str, Any] = {"n_neighbors": k, "task": task, "center": bool(self.center),
                                  "queries": self.queries, "own_label": bool(self.own_label)}
         modes = []  # (value sums per group of queries, squares, queries per group)
