@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
-from sklearn.neighbors import KNeighborsClassifier
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from tdshap import (
     LeaveOneOut,
@@ -682,6 +682,20 @@ def test_training_rows_of_a_single_class_are_refused(method):
     with pytest.raises(ValueError, match=r"y holds a single class \('ham'\): every model would "
                                          r"predict it, .* at least two classes"):
         method().fit(X_OK, np.full(20, "ham"), X_OK, np.where(Y_OK == 1, "spam", "ham"))
+
+
+@pytest.mark.parametrize("method", [
+    lambda: TMCShapley(DecisionTreeRegressor(), max_permutations=2),
+    lambda: LeaveOneOut(DecisionTreeRegressor()),
+    lambda: ThresholdingOOB(DecisionTreeRegressor(), max_iter=4),
+    lambda: DataOOB(DecisionTreeRegressor(), n_estimators=4),
+    lambda: KNNShapley(KNeighborsRegressor(3)),
+], ids=["tmc", "loo", "tdoob", "data_oob", "knn_shapley"])
+def test_a_constant_regression_target_is_refused(method):
+    # every model predicted it: every value was 0, silently (find_harmful refused it)
+    with pytest.raises(ValueError, match=r"y is constant \(2.5\): every model would predict "
+                                         r"it, .* give a target that varies"):
+        method().fit(X_OK + np.arange(20)[:, None], np.full(20, 2.5), X_OK, Y_OK * 1.0)
 
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""

@@ -313,15 +313,19 @@ def plain_value(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def check_two_classes(y: np.ndarray, name: str = "y") -> None:
-    """Refuse classification training labels of a single class: every model predicts it,
-    so every row was worth the same and the values (all 0, or all 1) said nothing."""
+def check_target_varies(y: np.ndarray, classification: bool = True, name: str = "y") -> None:
+    """Refuse training targets of a single class (or a constant regression target): every
+    model predicts it whatever rows it keeps, so every row was worth the same and the
+    values (all 0, or all 1) said nothing."""
     levels = pd.unique(y)
-    if len(levels) < 2:
-        raise ValueError(f"{name} holds a single class ({plain_value(levels[0])!r}): every "
-                         "model would predict it, so every row would be worth the same and "
-                         "the values would say nothing; classification needs training rows "
-                         "of at least two classes.")
+    if len(levels) >= 2:
+        return
+    what = (f"holds a single class ({plain_value(levels[0])!r})" if classification else
+            f"is constant ({plain_value(levels[0])!r})")
+    need = ("classification needs training rows of at least two classes" if classification
+            else "give a target that varies")
+    raise ValueError(f"{name} {what}: every model would predict it, so every row would be "
+                     f"worth the same and the values would say nothing; {need}.")
 
 
 #: how the warning of held-out rows of one class begins, after "the validation"

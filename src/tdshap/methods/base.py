@@ -18,7 +18,7 @@ from tdshap._validation import (
     check_flags,
     check_random_state,
     check_shared_classes,
-    check_two_classes,
+    check_target_varies,
     warn_one_class,
 )
 from tdshap.result import ValuationResult
@@ -53,13 +53,13 @@ class BaseValuation(BaseEstimator):
     backend: Any = "loky"
     # the run's workers, passed to every evaluate_chains call; None: in-process
     _executor: Executor | None = None
-    # True in SequentialRemoval's later stages: the rows it leaves may be of one class, and
-    # such a stage's values (all equal) were always taken
-    _one_class_ok = False
+    # True in SequentialRemoval's later stages: the rows it leaves may be of one class (or
+    # one target), and such a stage's values (all equal) were always taken
+    _uniform_target_ok = False
 
-    def _check_two_classes(self, y: np.ndarray) -> None:
-        if not self._one_class_ok:
-            check_two_classes(y)
+    def _check_target_varies(self, y: np.ndarray, classification: bool) -> None:
+        if not self._uniform_target_ok:
+            check_target_varies(y, classification)
 
     def _check_common(self) -> None:
         check_estimator(self.estimator)
@@ -81,9 +81,8 @@ class BaseValuation(BaseEstimator):
             check_shared_classes(ya, yv)
             warn_one_class(yv, stacklevel=3)  # the user's call of fit
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None
-        self._check_params(len(ya))  # its row counts first: one row is one class too
-        if is_classifier(self.estimator):
-            self._check_two_classes(ya)
+        self._check_params(len(ya))  # its row counts first: one row is one target too
+        self._check_target_varies(ya, is_classifier(self.estimator))
         rng = np.random.default_rng(self.random_state)
         utility = self._make_utility(Xa, ya, Xv, yv, int(rng.integers(2**32)))
         self._executor = make_executor(self.n_jobs, self.backend)

@@ -212,8 +212,7 @@ class DataOOB(DirectValuation):
         rng = np.random.default_rng(self.random_state)
         seeds = rng.integers(2**63, size=int(self.n_estimators))
         classifier = task == "classification"
-        if classifier:
-            self._check_two_classes(ya)
+        self._check_target_varies(ya, classifier)
         estimator = self.estimator
         if getattr(estimator, "valuation_head", None) is not None:
             # a network valued by a light head on its full-data representation

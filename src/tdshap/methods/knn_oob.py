@@ -60,7 +60,7 @@ from tdshap._validation import (
     check_bag_rows,
     check_columns_by_position,
     check_number,
-    check_two_classes,
+    check_target_varies,
 )
 from tdshap.methods.direct import DirectValuation
 from tdshap.methods.stopping import MAX_ROUNDS
@@ -232,7 +232,7 @@ class KNNOutOfBag(DirectValuation):
         if tables:
             raise ValueError(f"KNNOutOfBag: {tables}; use fewer neighbours (e.g. 5).")
         self._check_fixed_metric("classification", _METRICS)
-        check_two_classes(ya)
+        check_target_varies(ya)
         classes = np.unique(ya)
         self.n_classes_ = len(classes)
         check_bag_rows(n, "KNNOutOfBag")

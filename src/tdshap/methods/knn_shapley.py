@@ -354,6 +354,10 @@ class KNNShapley(DirectValuation):
         if task == "classification" and validation:
             check_shared_classes(ya, yv)
             warn_one_class(yv)
+        if training and len(ya) < 2:
+            raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
+                             "row is valued by what it does to the others.")
+        self._check_target_varies(ya, task == "classification")
         if task == "regression":
             if ya.dtype.kind not in "biuf" or yv.dtype.kind not in "biuf":
                 raise ValueError("regression needs numeric targets in y and y_val.")
@@ -367,11 +371,6 @@ class KNNShapley(DirectValuation):
         check_number(self.n_folds, "n_folds", low=2, integer=True)
         self.n_neighbors_, self.task_ = k, task
         n = len(ya)
-        if training and n < 2:
-            raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
-                             "row is valued by what it does to the others.")
-        if task == "classification":
-            self._check_two_classes(ya)
         extra: dict[str, Any] = {"n_neighbors": k, "task": task, "center": bool(self.center),
                                  "queries": self.queries, "own_label": bool(self.own_label)}
         modes = []  # (value sums per group of queries, squares, queries per group)

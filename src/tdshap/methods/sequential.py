@@ -214,7 +214,7 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         """Value the rows that remain with a clone of ``method``; remove its ``take`` lowest."""
         remaining = np.sort(run.rest)
         stage = clone(self.method)
-        stage._one_class_ok = run.done > 0  # the caller's rows are checked, not what is left
+        stage._uniform_target_ok = run.done > 0  # the caller's rows are checked, not what is left
         if "random_state" in stage.get_params():
             stage.set_params(random_state=int(run.rng.integers(2**31 - 1)))
         stage.fit(X[remaining], y[remaining], X_val, y_val)
