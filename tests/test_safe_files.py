@@ -92,6 +92,9 @@ def _tdshap(path: Path, **kw) -> TDShap:
 @pytest.mark.parametrize(("field", "value", "words"), [
     ("init_done", -3, "init_done"), ("rounds", 10**9, "rounds"),
     ("rng", {"bit_generator": "seed"}, "bit generator"), ("k", 7, "'k'"),
+    # a list or record where the name goes: "unhashable type: 'list'", a bare TypeError
+    ("rng", {"bit_generator": ["PCG64"]}, "bit generator"),
+    ("rng", {"bit_generator": {}}, "bit generator"),
     ("counters", {"n_fits": 1.5}, "n_fits"), ("elapsed", float("nan"), "elapsed"),
 ])
 def test_an_edited_checkpoint_is_refused_not_followed(tmp_path: Path, data, field: str,

@@ -188,6 +188,7 @@ def _swap_first(a):
     {"meta.elapsed": "x"},
     {"meta.rng": {"bit_generator": "seed"}},
     {"meta.rng": {"bit_generator": "default_rng"}},
+    {"meta.rng": {"bit_generator": ["PCG64"]}},
     {"meta.rng": {"bit_generator": "PCG64", "state": 3}},
 ], ids=lambda e: "-".join(e))
 def test_an_edited_checkpoint_is_refused_before_any_stage(data, tmp_path, monkeypatch, edit):

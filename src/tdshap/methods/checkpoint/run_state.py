@@ -47,7 +47,9 @@ def saved_generator(meta: dict[str, Any]) -> np.random.Generator:
     global generator).
     """
     rng = meta.get("rng")
-    if not isinstance(rng, dict) or rng.get("bit_generator") not in BIT_GENERATORS:
+    name = rng.get("bit_generator") if isinstance(rng, dict) else None
+    # a list or record for the name: "unhashable type", a bare TypeError
+    if not isinstance(rng, dict) or not isinstance(name, str) or name not in BIT_GENERATORS:
         raise CheckpointError("field 'rng' does not name a numpy bit generator of "
                               f"{', '.join(BIT_GENERATORS)}")
     try:
