@@ -60,7 +60,11 @@ def test_absolute_rule_fires_once_values_stop_moving():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"atol": 0.0}, "atol=0.0 must be > 0"),
+    ({"atol": 0.0}, "atol=0.0 must be a finite number > 0"),
+    # was a tolerance of 1, and a rule met at its first check: silently
+    ({"atol": True}, "atol=True must be a finite number > 0"),
+    ({"atol": float("inf")}, "atol=inf must be a finite number > 0"),
+    ({"atol": float("nan")}, "atol=nan must be a finite number > 0"),
     ({"rtol": -1.0}, "rtol=-1.0 must be a number >= 0"),
     ({"max_rounds": 2.5}, "max_iter=2.5 must be a whole number"),
     ({"time_budget": 0}, "time_budget=0 must be a finite number of seconds > 0"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -180,6 +181,15 @@ class _Both(_Either):
 MAX_ROUNDS = 2**63 - 1
 
 
+def _positive_finite(value: Any) -> bool:
+    """A number > 0 that is finite and not a bool (True is an int: a limit of 1, silently)."""
+    return bool(not isinstance(value, bool | np.bool_) and isinstance(
+        value, int | float | np.number) and value > 0 and (
+        # a Python int is finite, and may exceed what numpy's isfinite takes
+        # (10**30: "ufunc 'isfinite' not supported for the input types")
+        isinstance(value, int) or np.isfinite(value)))
+
+
 def build_stopping(
     *,
     max_rounds: int | None = None,
@@ -228,18 +238,15 @@ def build_stopping(
     if time_budget is not None:
         # True is an int: it was a budget of 1 second, silently
         # inf passed for a limit and, with max_iter=None, ran forever
-        if isinstance(time_budget, bool | np.bool_) or not (
-                isinstance(time_budget, int | float | np.number) and time_budget > 0
-                # a Python int is finite, and may exceed what numpy's isfinite takes
-                # (10**30: "ufunc 'isfinite' not supported for the input types")
-                and (isinstance(time_budget, int) or np.isfinite(time_budget))):
+        if not _positive_finite(time_budget):
             raise ValueError(f"time_budget={time_budget!r} must be a finite number of "
                              "seconds > 0, or None for no limit on time.")
         parts.append(TimeBudget(time_budget))
     if atol is not None:
-        if not (isinstance(atol, int | float | np.number) and atol > 0):
-            raise ValueError(f"atol={atol!r} must be > 0 (in units of the metric), or "
-                             "None not to stop on small changes.")
+        # True was a tolerance of 1, and inf stopped at the first check, silently
+        if not _positive_finite(atol):
+            raise ValueError(f"atol={atol!r} must be a finite number > 0 (in units of the "
+                             "metric), or None not to stop on small changes.")
         check_number(atol_window, "atol_window", low=1, high=MAX_ROUNDS, integer=True)
         parts.append(MaxAbsoluteChange(atol, int(atol_window)))
     if not parts:
