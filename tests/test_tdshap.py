@@ -697,6 +697,17 @@ def test_a_constant_regression_target_is_refused(method):
                                          r"it, .* give a target that varies"):
         method().fit(X_OK + np.arange(20)[:, None], np.full(20, 2.5), X_OK, Y_OK * 1.0)
 
+
+@pytest.mark.parametrize(("method", "switch"), [
+    (lambda v: KNNShapley(center=v), "center"),
+    (lambda v: ThresholdingOOB(_tree(), max_iter=4, per_row_bags=v), "per_row_bags"),
+], ids=["knn_shapley-center", "tdoob-per_row_bags"])
+def test_a_switch_that_is_not_true_or_false_is_refused(method, switch):
+    # center="no" and per_row_bags="no" were truthy: they switched it on, silently
+    with pytest.raises(TypeError, match=rf"{switch}='no' must be True or False"):
+        method("no").fit(X_OK, Y_OK, X_OK, Y_OK)
+    method(np.bool_(False)).fit(X_OK, Y_OK, X_OK, Y_OK)
+
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""
 

@@ -102,6 +102,7 @@ from tdshap._validation import (
     check_columns_by_position,
     check_columns_in_order,
     check_data,
+    check_flags,
     check_number,
     check_shared_classes,
     check_squarable,
@@ -324,6 +325,7 @@ class KNNShapley(DirectValuation):
                              "validation rows (Jia et al.), the training rows, or both.")
         training = self.queries in ("training", "both")
         validation = self.queries in ("validation", "both")
+        check_flags(center=self.center)  # "no" was truthy: the targets centred
         if not isinstance(self.own_label, bool | np.bool_):
             raise ValueError(f"own_label={self.own_label!r} must be True or False.")
         if self.own_label and not training:

@@ -50,7 +50,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
 
-from tdshap._validation import check_bag_rows, check_number
+from tdshap._validation import check_bag_rows, check_flags, check_number
 from tdshap.methods.apt.bandit import APTState
 from tdshap.methods.apt.thresholds import marginal_scale
 from tdshap.methods.base import BaseValuation
@@ -248,6 +248,7 @@ class ThresholdingOOB(BaseValuation):
 
     def _check_params(self, n: int) -> None:
         check_bag_rows(n, "ThresholdingOOB")
+        check_flags(per_row_bags=self.per_row_bags)  # "no" was truthy: bags per row
         for name in ("tau", "eps"):
             if getattr(self, name) != "auto":
                 check_number(getattr(self, name), name, low=0 if name == "eps" else None,
