@@ -708,6 +708,21 @@ def test_a_switch_that_is_not_true_or_false_is_refused(method, switch):
         method("no").fit(X_OK, Y_OK, X_OK, Y_OK)
     method(np.bool_(False)).fit(X_OK, Y_OK, X_OK, Y_OK)
 
+
+@pytest.mark.parametrize("method", [
+    lambda: LeaveOneOut(DecisionTreeRegressor()),
+    lambda: TMCShapley(DecisionTreeRegressor(), max_permutations=2),
+    lambda: ThresholdingOOB(DecisionTreeRegressor(), max_iter=4),
+], ids=["loo", "tmc", "tdoob"])
+def test_text_targets_for_a_regressor_are_refused_by_name(method):
+    # the error was the metric's "could not convert string to float: 'ham'", with "choose
+    # another metric" for its fix
+    labels = np.where(Y_OK == 1, "spam", "ham")
+    with pytest.raises(ValueError, match=r"y holds text labels \('ham', 'spam'\) but "
+                                         r"DecisionTreeRegressor is a regressor, which predicts "
+                                         r"numbers: give numeric targets, or a classifier"):
+        method().fit(X_OK, labels, X_OK, labels)
+
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""
 

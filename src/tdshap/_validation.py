@@ -374,6 +374,16 @@ def check_shared_classes(y: np.ndarray, other: np.ndarray, name: str = "y_val") 
                          "spelling.")
 
 
+def check_numeric_targets(estimator: Any, *targets: tuple[np.ndarray, str]) -> None:
+    """Refuse text targets (each ``(values, name)``) for a regressor: the error was the
+    metric's "could not convert string to float", with "choose another metric" for a fix."""
+    for values, name in targets:
+        if _label_kind(values) != "numbers":
+            raise ValueError(f"{name} holds {_label_kind(values)} ({_shown(values)}) but "
+                             f"{type(estimator).__name__} is a regressor, which predicts "
+                             "numbers: give numeric targets, or a classifier for labels.")
+
+
 def _label_kind(y: np.ndarray) -> str:
     """``"text labels"``, ``"bytes"`` or ``"numbers"`` (booleans count as numbers: True ==
     1). Bytes are not text: b"a" != "a", though numpy's ``isin`` of many labels says so."""

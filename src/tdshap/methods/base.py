@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, is_classifier
+from sklearn.base import BaseEstimator, is_classifier, is_regressor
 
 from tdshap._validation import (
     check_columns_by_position,
     check_data,
     check_estimator,
     check_flags,
+    check_numeric_targets,
     check_random_state,
     check_shared_classes,
     check_target_varies,
@@ -80,6 +81,8 @@ class BaseValuation(BaseEstimator):
         if is_classifier(self.estimator):
             check_shared_classes(ya, yv)
             warn_one_class(yv, stacklevel=3)  # the user's call of fit
+        elif is_regressor(self.estimator):
+            check_numeric_targets(self.estimator, (ya, "y"), (yv, "y_val"))
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None
         self._check_params(len(ya))  # its row counts first: one row is one target too
         self._check_target_varies(ya, is_classifier(self.estimator))
