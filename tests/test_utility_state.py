@@ -56,3 +56,44 @@ def test_a_fresh_copy_evaluates_alone_and_merges_back_like_a_serial_run():
     assert [u.counters()[c] for c in counts] == [serial.counters()[c] for c in counts]
     assert u.fit_seconds == worker.fit_seconds > 0
     assert u.cache_items() == serial.cache_items()
+
+
+def test_a_utility_made_by_hand_refuses_what_a_methods_fit_would() -> None:
+    # a DataFrame was a KeyError from pandas, None scikit-learn's AttributeError, a short y
+    # silently paired rows with other rows' targets
+    import pandas as pd
+    import pytest
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    for args, words in [
+        ((Ridge(), "neg_mae", pd.DataFrame(X), y, X, y), "X must be a numpy array, got "
+                                                         "DataFrame"),
+        ((Ridge(), "neg_mae", X.tolist(), y, X, y), "X must be a numpy array, got list"),
+        ((None, "neg_mae", X, y, X, y), "estimator must be a scikit-learn style estimator"),
+        ((Ridge(), "neg_mae", X, y[:5], X, y), "X has 20 rows but y has 5"),
+        ((Ridge(), "neg_mae", X, y, X[:, :2], y), r"X has \(3,\) features per row but X_val "
+                                                  r"has \(2,\)"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=words):
+            Utility(*args)
+    with pytest.raises(ValueError, match="run_seed=-5 must be a whole number >= 0"):
+        Utility(Ridge(), "neg_mae", X, y, X, y, run_seed=-5)
+
+
+def test_a_subset_must_be_row_positions() -> None:
+    # a true/false mask was read as positions 0 and 1, a fraction truncated, -1 the last row
+    # and 100 an IndexError; a negative seed numpy's OverflowError
+    import pytest
+
+    u = _utility()
+    with pytest.raises(ValueError, match=r"subset is a true/false mask: .*np.flatnonzero"):
+        u(np.ones(30, bool))
+    for subset in ([0.5, 1.5], [-1, 2], [100], np.arange(4).reshape(2, 2), "abc"):
+        with pytest.raises(ValueError, match="subset must be a 1-D list of row positions "
+                                             "from 0 to 29"):
+            u(subset)
+    with pytest.raises(ValueError, match="seed=-1 must be a whole number >= 0"):
+        u(np.arange(5), seed=-1)
+    assert u([]) == u(np.array([], dtype=int))  # the empty set: the fallback's score
+    assert u([0.0, 1.0, 2.0]) == u([0, 1, 2])  # whole numbers as floats are positions

@@ -475,7 +475,7 @@ def check_seed_span(first: int, count: int, first_name: str = "--seed",
 
 
 def check_random_state(random_state: Any, *, generator: bool = True,
-                       optional: bool = True) -> None:
+                       optional: bool = True, name: str = "random_state") -> None:
     """The library's one seed policy: a seed is an int >= 0, as numpy and scikit-learn
     take it. A float, even a whole one such as 1.0, is refused by name here rather than
     converted: numpy and scikit-learn refuse it from deep inside, and a converted copy
@@ -483,7 +483,7 @@ def check_random_state(random_state: Any, *, generator: bool = True,
 
     ``generator``: a numpy Generator is taken too (the caller draws from it); without it
     the seed itself reaches scikit-learn, which needs it below 2**32. ``optional``: None
-    (fresh entropy) is taken.
+    (fresh entropy) is taken. ``name``: the parameter's, for the message.
     """
     is_int = isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
     if is_int and random_state >= 0 and (generator or random_state <= MAX_SEED):
@@ -497,7 +497,7 @@ def check_random_state(random_state: Any, *, generator: bool = True,
         random_state).is_integer()
     hint = (f"; pass {int(random_state)}: numpy and scikit-learn take a seed as an int, "
             "not a float" if whole_float else "")
-    raise ValueError(f"random_state={random_state!r} must be {kinds}{hint}.")
+    raise ValueError(f"{name}={random_state!r} must be {kinds}{hint}.")
 
 
 def check_flags(**flags: Any) -> None:

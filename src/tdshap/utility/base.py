@@ -47,6 +47,7 @@ from typing import Any, ClassVar, Literal, Protocol, Self
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
 
+from tdshap._validation import check_estimator, check_random_state, shown
 from tdshap.utility.metrics import MetricSpec, check_metric_for_model, resolve_metric
 
 OnError = Literal["raise", "fallback"]
@@ -277,6 +278,40 @@ def check_some_fit_worked(failed: int, scored: int, first_error: str | None, wha
             f"constant prediction, not the estimator's: {fix}.")
 
 
+def _check_arrays(estimator: Any, X: Any, y: Any, X_val: Any, y_val: Any) -> None:
+    """Refuse what the methods' checks (:func:`tdshap._validation.check_data`) never let
+    through, for a Utility made by hand: a table (rows picked by label: a KeyError), or
+    rows and targets of different lengths (a subset took other rows' targets)."""
+    check_estimator(estimator)  # None: scikit-learn's AttributeError on __sklearn_tags__
+    for name, a in (("X", X), ("y", y), ("X_val", X_val), ("y_val", y_val)):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array, got {type(a).__name__}: a Utility "
+                            "takes checked arrays (a method's fit checks and converts them), "
+                            f"e.g. np.asarray({name}) or {name}.to_numpy().")
+    for (xn, xa), (yn, ya) in ((("X", X), ("y", y)), (("X_val", X_val), ("y_val", y_val))):
+        if len(xa) != len(ya):
+            raise ValueError(f"{xn} has {len(xa)} rows but {yn} has {len(ya)}: they must have "
+                             "the same length.")
+    if X.shape[1:] != X_val.shape[1:]:
+        raise ValueError(f"X has {X.shape[1:]} features per row but X_val has "
+                         f"{X_val.shape[1:]}: they must match.")
+
+
+def _positions(subset: Any, n: int) -> np.ndarray:
+    """``subset`` as row positions from 0 to n - 1: a true/false mask was read as positions
+    0 and 1, a fraction truncated, and -1 taken as the last row, silently."""
+    idx = np.asarray(subset)
+    if idx.dtype == bool:
+        raise ValueError("subset is a true/false mask: give the rows' positions, e.g. "
+                         "np.flatnonzero(mask).")
+    whole = idx.dtype.kind in "iu" or (idx.dtype.kind == "f" and bool(np.all(idx % 1 == 0)))
+    if idx.ndim != 1 or not (whole or idx.size == 0) or (
+            idx.size and (idx.min() < 0 or idx.max() >= n)):
+        raise ValueError(f"subset must be a 1-D list of row positions from 0 to {n - 1}, got "
+                         f"{shown(subset)}.")
+    return idx.astype(np.intp)
+
+
 class Utility:
     """V(S) for one estimator, metric, training set and validation set.
 
@@ -320,6 +355,8 @@ class Utility:
     ) -> None:
         if on_error not in ("raise", "fallback"):
             raise ValueError(f"on_error must be 'raise' or 'fallback', got {on_error!r}.")
+        _check_arrays(estimator, X, y, X_val, y_val)
+        check_random_state(run_seed, generator=False, optional=False, name="run_seed")
         if seed_mode not in SEED_MODES:
             raise ValueError(f"seed_mode must be one of {SEED_MODES}, got {seed_mode!r}.")
         self.estimator = estimator
@@ -438,7 +475,8 @@ class Utility:
 
     def __call__(self, subset: Sequence[int] | np.ndarray, seed: int | None = None) -> float:
         """V(subset), with ``seed`` (default: the run seed) for seeded estimators."""
-        idx = np.asarray(subset, dtype=np.intp)
+        idx = _positions(subset, self.n)
+        check_random_state(seed, generator=False, name="seed")
         s = self.run_seed if seed is None else self._fit_seed(int(seed), 0)
         return self._evaluate(clone(self.estimator), idx, s)
 
