@@ -191,6 +191,26 @@ def test_curve_shows_dollar_signs_in_names_as_text(breast_cancer_small, tmp_path
     assert c.plot(tmp_path / "c.png", title="cost $5 and \\bad{$").stat().st_size > 0
 
 
+def test_a_curve_path_that_is_no_image_file_is_refused_before_drawing(breast_cancer_small,
+                                                                      tmp_path):
+    # a folder was saved beside it as "folder.png", "" as ".png" in the working folder,
+    # "/dev/null" as "/dev/null.png"; ".txt" and a missing folder failed inside matplotlib
+    d = breast_cancer_small
+    c = cleanse(np.arange(len(d.y_train), dtype=float), DecisionTreeClassifier(max_depth=2),
+                *d.train, *d.val)
+    for path, error, words in [
+        (tmp_path, ValueError, "is a folder: give a file name in it"),
+        ("", ValueError, "path is empty"),
+        (tmp_path / "curve.txt", ValueError, "does not end in an image format"),
+        (tmp_path / "nowhere" / "curve.png", ValueError, "folder .*nowhere does not exist"),
+        (3, TypeError, "path must be a file name such as 'curve.png', got 3"),
+    ]:
+        with pytest.raises(error, match=words):
+            c.plot(path)
+    assert sorted(p.name for p in tmp_path.parent.iterdir() if p.suffix == ".png") == []
+    assert c.plot(tmp_path / "curve.svg").stat().st_size > 0  # any format matplotlib writes
+
+
 def test_cleanse_refuses_values_made_for_other_rows(breast_cancer_small, tmp_path):
     # values of X shuffled (or of another table of as many rows) ranked rows they were
     # never about: rows were removed by another row's value, silently

@@ -28,6 +28,30 @@ def jsonable(obj: Any) -> Any:
     return obj
 
 
+def image_path(path: Any) -> Path:
+    """``path`` as the file a figure is saved to, checked before anything is drawn: a
+    folder or "" was saved beside it as "folder.png" or ".png" (matplotlib adds the
+    suffix; "/dev/null" became "/dev/null.png"), a ".txt" or a missing folder failed
+    inside matplotlib or Pillow."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a file name such as 'curve.png', got {path!r}.")
+    if not os.fspath(path):
+        raise ValueError("path is empty: give a file name such as 'curve.png'.")
+    out = Path(path)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if out.is_dir():
+        raise ValueError(f"{out} is a folder: give a file name in it, e.g. {out / 'curve.png'}.")
+    if out.suffix.lower().lstrip(".") not in formats:
+        raise ValueError(f"{out} does not end in an image format matplotlib writes: use "
+                         f"one of {', '.join('.' + f for f in sorted(formats))} (e.g. .png).")
+    if not out.parent.is_dir():
+        raise ValueError(f"cannot save {out}: folder {out.parent} does not exist; create it "
+                         "first or choose another path.")
+    return out
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file and rename: never half a file."""
     path = Path(path)

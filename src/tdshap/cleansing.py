@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.neighbors import KNeighborsClassifier
 
-from tdshap._io import jsonable
+from tdshap._io import image_path, jsonable
 from tdshap._validation import (
     as_pair,
     check_columns_by_position,
@@ -692,6 +692,7 @@ def plot_curves(
     results: list[CleansingResult], path: str | os.PathLike[str], title: str | None = None
 ) -> Path:
     """Validation and test removal curves of one or more methods, side by side."""
+    path = image_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -723,7 +724,6 @@ def plot_curves(
     if title:
         fig.suptitle(plain_text(title))
     fig.tight_layout()
-    path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

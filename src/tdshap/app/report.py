@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tdshap._io import image_path
 from tdshap._validation import check_number
 from tdshap.app.run import HarmfulRun, Setting
 from tdshap.cleansing import plain_text
@@ -438,6 +439,7 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20,
 
 def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     """Sorted values with their 95% intervals, tau and the band tau +- eps."""
+    path = image_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -480,7 +482,6 @@ def plot_values(run: HarmfulRun, path: str | os.PathLike[str]) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
