@@ -211,6 +211,22 @@ def test_a_curve_path_that_is_no_image_file_is_refused_before_drawing(breast_can
     assert c.plot(tmp_path / "curve.svg").stat().st_size > 0  # any format matplotlib writes
 
 
+def test_scores_at_a_count_off_the_grid_is_refused(breast_cancer_small):
+    # numpy's "index 0 is out of bounds for axis 0 with size 0"
+    d = breast_cancer_small
+    c = cleanse(np.arange(len(d.y_train), dtype=float), DecisionTreeClassifier(max_depth=2),
+                *d.train, *d.val, step=5)
+    assert c.scores_at(5) == c.scores_at(5.0) == (c.val_scores[1], None)
+    for n_remove in (3, 10**6):
+        with pytest.raises(ValueError, match=rf"n_remove={n_remove!r} is not a cut of the "
+                                             r"curve: give one of its grid's counts \(0, 5, "):
+            c.scores_at(n_remove)
+    for n_remove in (-1, "5", True, 2.5):
+        with pytest.raises(ValueError, match=rf"n_remove={n_remove!r} must be a whole number "
+                                             r">= 0. It is one of the curve's cuts \(0, 5, "):
+            c.scores_at(n_remove)
+
+
 def test_cleanse_refuses_values_made_for_other_rows(breast_cancer_small, tmp_path):
     # values of X shuffled (or of another table of as many rows) ranked rows they were
     # never about: rows were removed by another row's value, silently

@@ -112,7 +112,15 @@ class CleansingResult:
 
     def scores_at(self, n_remove: int) -> tuple[float, float | None]:
         """``(validation, test)`` scores of the grid model without the ``n_remove`` lowest."""
-        i = int(np.flatnonzero(self.grid == n_remove)[0])
+        cuts = ", ".join(map(str, self.grid[:5].tolist())) + (
+            f", ..., {self.grid[-1]}" if len(self.grid) > 5 else "")
+        check_number(n_remove, "n_remove", low=0, integer=True,
+                     hint=f"It is one of the curve's cuts ({cuts}).")
+        at = np.flatnonzero(self.grid == n_remove)
+        if not len(at):  # numpy's "index 0 is out of bounds" for a count off the grid
+            raise ValueError(f"n_remove={n_remove!r} is not a cut of the curve: give one of "
+                             f"its grid's counts ({cuts}).")
+        i = int(at[0])
         test = None if self.test_scores is None else float(self.test_scores[i])
         return float(self.val_scores[i]), test
 
