@@ -106,6 +106,20 @@ def test_a_result_built_by_hand_holds_what_load_checks(tmp_path, kwargs, error, 
         ValuationResult(**fields)
 
 
+def test_a_result_built_from_lists_of_numpy_numbers_is_taken():
+    # list(result.counts) holds np.int64, list(flags) np.bool_: "counts must be whole
+    # numbers, not np.int64(1)"
+    r = _result()
+    again = ValuationResult(r.algorithm, list(r.values), list(r.counts), list(r.variances),
+                            harmful=list(r.is_harmful), order=list(np.arange(4)))
+    np.testing.assert_array_equal(again.counts, r.counts)
+    np.testing.assert_array_equal(again.is_harmful, r.is_harmful)
+    with pytest.raises(TypeError, match=r"counts must be whole numbers, not np.float64\(2.7\)"):
+        ValuationResult("x", [1.0], [np.float64(2.7)], [0.0])
+    with pytest.raises(TypeError, match=r"counts must be whole numbers, not np.True_"):
+        ValuationResult("x", [1.0], [np.bool_(True)], [0.0])
+
+
 @pytest.mark.parametrize("edit", [
     {"counts": [1, -1, 1, 1]}, {"harmful": ["no"] * 4}, {"index": [[1, 2]] * 4},
     {"index": [{"a": 1}] * 4}, {"threshold": "x"}, {"confidence": 2}, {"seed": 1.5},

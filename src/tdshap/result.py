@@ -43,13 +43,15 @@ _CELL_KINDS: dict[Any, str] = {float: "numbers", np.int64: "whole numbers", bool
 
 def _cell_fits(cell: Any, dtype: Any) -> bool:
     """Whether one cell of a saved array is of its field's type (None: a NaN number)."""
+    # numpy's scalars too: list(result.counts) holds np.int64, which was refused
     if dtype is bool:
-        return isinstance(cell, bool)
+        return isinstance(cell, bool | np.bool_)
     if cell is None:
         return dtype is float
-    if isinstance(cell, bool) or not isinstance(cell, int | float):
+    if isinstance(cell, bool | np.bool_) or not isinstance(
+            cell, int | float | np.integer | np.floating):
         return False
-    return dtype is float or isinstance(cell, int) or cell.is_integer()
+    return dtype is float or isinstance(cell, int | np.integer) or float(cell).is_integer()
 
 
 def _column(name: str, data: Any, dtype: Any, n: int | None = None) -> np.ndarray:
