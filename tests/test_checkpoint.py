@@ -173,6 +173,12 @@ def test_resume_input_errors(breast_cancer_small, tmp_path):
         _model(resume=junk).fit(*args)
     with pytest.raises(ValueError, match="checkpoint_every"):
         _model(checkpoint=junk, checkpoint_every=-1).fit(*args)
+    # pathlib's "expected str, bytes or os.PathLike object, not int"; "" was the working
+    # folder ("is an existing directory")
+    for odd in (3, b"run.tdshap", ""):
+        with pytest.raises(ValueError, match=rf"checkpoint={odd!r} must be a file's path "
+                                             r"\(a str or a Path"):
+            _model(checkpoint=odd).fit(*args)
     # resume=True without a file yet starts afresh, says so, and creates the folder
     path = tmp_path / "new" / "run.tdshap"
     fresh = _fit(d, max_iter=3, checkpoint=path, resume=True)

@@ -282,6 +282,11 @@ def plan_resume(resume: Any, checkpoint: Any) -> ResumePlan:
       else start afresh (the note says which); ``checkpoint`` must be set.
     * a path: continue that file, which must exist.
     """
+    # 3 or b"run.tdshap" failed inside pathlib, and "" was taken as the working folder
+    if checkpoint is not None and (not isinstance(checkpoint, str | os.PathLike)
+                                   or not os.fspath(checkpoint)):
+        raise ValueError(f"checkpoint={checkpoint!r} must be a file's path (a str or a Path, "
+                         "e.g. 'run.tdshap'), or None not to save the run.")
     if resume is None or resume is False:
         return ResumePlan(None, None)
     if resume is True:
