@@ -651,8 +651,19 @@ def test_every_trial_fit_failing_on_tiny_data_names_the_data_not_the_model(metho
     # refuses, and the error said "fix the model or its parameters"
     X, y = np.arange(12.0).reshape(6, 2), np.array([0, 1] * 3)
     with pytest.raises(ValueError, match=r"failed on every one of 2 trial fits .*: it fits "
-                       r"all 3 training rows, so the problem is the data: .* give more "
-                       r"training rows of each class\.$"):
+                       r"all 3 training rows but not rows of a single class, .* so the problem "
+                       r"is the data: give more training rows of each class\.$"):
+        tdshap.find_harmful(X, y, "logreg", method=method)
+
+
+@pytest.mark.parametrize("method", ["tdshap", "tdoob"])
+def test_many_fits_failing_on_tiny_data_names_the_data_not_the_model(method: str) -> None:
+    # 4 training rows: a third of the subsets held one class, past max_failed_fraction, and
+    # the error said "fix the model or its parameters"
+    X, y = np.random.default_rng(1).normal(size=(8, 2)), np.array([0, 1] * 4)
+    with pytest.raises(ValueError, match=r"failed on \d+ of \d+ fits during valuation .*: "
+                       r"it fits all 4 training rows but not rows of a single class, .* give "
+                       r"more training rows of each class \(or raise `max_failed_fraction`"):
         tdshap.find_harmful(X, y, "logreg", method=method)
 
 

@@ -738,8 +738,8 @@ def test_every_fit_failing_on_tiny_data_names_the_data_not_the_model():
     # said "fix the estimator or its parameters"
     X, y = np.array([[0.0], [1.0]]), np.array([0, 1])
     with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*: it fits all "
-                       r"2 training rows, so the problem is the data: .* give more training "
-                       r"rows of each class\.$"):
+                       r"2 training rows but not rows of a single class, .* so the problem is "
+                       r"the data: give more training rows of each class\.$"):
         ThresholdingOOB(LogisticRegression(), max_iter=4, random_state=0).fit(X, y, X, y)
 
 

@@ -811,12 +811,23 @@ SPLIT_OPTIONS = frozenset({"seed", "val_fraction", "test_fraction"})
 
 
 def _check_failures(stage: str, failed: int, fits: int, first: str | None,
-                    limit: float) -> None:
+                    p: RunPlan) -> None:
+    from tdshap.utility.metrics import resolve_metric
+
+    limit = p.max_failed_fraction
     if fits and failed / fits > limit:
+        # the data, where the model fits all the rows: tiny data's subsets of one class
+        data = p.data
+        spec = resolve_metric(p.metric)
+        fix = too_few_rows(p.estimator, data.X_train, data.y_train,
+                           lambda model: spec.score(model, data.X_val, data.y_val),
+                           every_fit_failed=False)
         raise TooManyFailures(
             f"the model failed on {failed:,} of {fits:,} fits during {stage} "
             f"({failed / fits:.1%}, more than `max_failed_fraction` {limit:.0%}); the first "
-            f"error was {first or 'not recorded'}: fix the model or its parameters.")
+            f"error was {first or 'not recorded'}: " + (
+                f"{fix} (or raise `max_failed_fraction`: the fallback scores those fits)."
+                if fix else "fix the model or its parameters."))
 
 
 def execute(p: RunPlan) -> HarmfulRun:
@@ -831,7 +842,7 @@ def execute(p: RunPlan) -> HarmfulRun:
     result = valuer.result_
     extra = result.extra
     _check_failures("valuation", int(extra.get("n_failed_fits", 0)), result.n_fits,
-                    extra.get("first_error"), p.max_failed_fraction)
+                    extra.get("first_error"), p)
     cleansing = None
     if p.do_cleanse:
         cleansing = cleanse(result, p.estimator, data.X_train, data.y_train, data.X_val,
@@ -840,8 +851,7 @@ def execute(p: RunPlan) -> HarmfulRun:
                             max_fraction=cleanse_fraction(p.estimator, len(data.y_train)),
                             n_jobs=p.n_jobs)
         c = cleansing.extra
-        _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"],
-                        p.max_failed_fraction)
+        _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"], p)
     given = p.given
     settings = {
         "task": Setting(data.task, data.task_given, data.task_reason),

@@ -241,13 +241,19 @@ def check_scoring(spec: MetricSpec, estimator: Any, y: np.ndarray, X_val: np.nda
 
 
 def too_few_rows(estimator: Any, X: np.ndarray, y: np.ndarray,
-                 check: Callable[[Any], Any] | None = None) -> str | None:
-    """Why ``estimator`` failed on every subset of ``(X, y)`` it was fitted on, when the
-    data are the problem: it fits all the rows (and ``check`` of that model, e.g. scoring
-    it, neither raises nor gives NaN), so the subsets were too small for it (a
-    classifier's, typically, of a single class: "needs samples of at least 2 classes").
-    None: the model fails on all the rows too, so the model is the problem. One fit, paid
-    only on this error path (a tiny training set said "fix the model")."""
+                 check: Callable[[Any], Any] | None = None, *,
+                 every_fit_failed: bool = True) -> str | None:
+    """Why ``estimator`` failed on subsets of ``(X, y)``, when the data are the problem
+    (a tiny training set said "fix the model"); None when the model is.
+
+    The model is the problem when it fails on all the rows too (or ``check`` of that
+    model, e.g. scoring it, raises or gives NaN). Else a classifier that cannot fit rows
+    of a single class (scikit-learn's "needs samples of at least 2 classes") failed on the
+    subsets of one class that a few rows often give; and where ``every_fit_failed``, any
+    model's subsets were too small for it. A model that fails now and then (only some
+    fits, and it fits one class) is its own problem. At most two fits, paid only on the
+    error path.
+    """
     try:
         model = clone(estimator).fit(X, y)
         checked = None if check is None else check(model)
@@ -255,10 +261,21 @@ def too_few_rows(estimator: Any, X: np.ndarray, y: np.ndarray,
             return None
     except Exception:  # the model's own problem: the caller says so
         return None
-    each = " of each class" if is_classifier(estimator) else ""
-    return (f"it fits all {len(y):,} training rows, so the problem is the data: the "
-            f"subsets of them it was fitted on were too small for it"
-            f"{' (e.g. of a single class)' if each else ''}; give more training rows{each}")
+    one_class = False
+    if is_classifier(estimator):
+        try:
+            clone(estimator).fit(X[y == y[0]], y[y == y[0]])
+        except Exception:
+            one_class = True
+    n = f"{len(y):,} training row{'s' if len(y) != 1 else ''}"
+    if one_class:
+        return (f"it fits all {n} but not rows of a single class, which subsets of so few "
+                "rows often are, so the problem is the data: give more training rows of "
+                "each class")
+    if not every_fit_failed:
+        return None
+    return (f"it fits all {n}, so the problem is the data: the subsets of them it was "
+            "fitted on were too small for it; give more training rows")
 
 
 def check_some_fit_worked(failed: int, scored: int, first_error: str | None, what: str,
