@@ -620,12 +620,17 @@ def test_more_workers_than_joblib_can_start_are_refused_up_front(method, n_jobs)
 ], ids=["tmc", "tdoob", "data_oob", "cleanse", "find_harmful"])
 def test_a_negative_n_jobs_past_every_core_is_refused(fit):
     # joblib counts back from every core (-2 all but one) and ran n_jobs=-99999 on one
-    # worker, silently
+    # worker, silently: past any machine's cores it is refused; past this machine's only
+    # (a script from a larger one) it runs on one worker, with a warning
     from joblib import cpu_count
 
     with pytest.raises(ValueError, match=r"n_jobs`?[= ]-99999 counts back past every core "
-                                         rf".* so -{cpu_count()} \(one worker\) is the lowest"):
+                                         r".* of any machine \(at most 4,096\)"):
         fit(-99999)
+    with pytest.warns(UserWarning, match=rf"n_jobs={-cpu_count() - 1} counts back past every "
+                                         rf"core of this machine \({cpu_count()}\): it runs "
+                                         "on one worker"):
+        fit(-cpu_count() - 1)
     fit(-cpu_count())  # the lowest that leaves a worker is taken
 
 

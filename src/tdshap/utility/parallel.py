@@ -41,6 +41,7 @@ import pickle
 import tempfile
 import threading
 import uuid
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -307,6 +308,8 @@ def _is_dask_client(obj: Any) -> bool:
 #: results capped at 10**6 ("Numeric literal ... is too large"), and a count past C's int
 #: fails in its process pool ("Python int too large to convert to C int").
 MAX_N_JOBS = 500_000
+#: the most cores a machine may have, for n_jobs counted back from every core
+MAX_CORES = 4096
 
 
 def check_n_jobs(n_jobs: Any, optional: bool = False) -> None:
@@ -325,13 +328,19 @@ def check_n_jobs(n_jobs: Any, optional: bool = False) -> None:
             f"n_jobs={n_jobs!r} is more workers than joblib can start (at most "
             f"{MAX_N_JOBS:,}): pass -1 for every core, or the number of workers you want."
         )
-    cores = cpu_count()
-    if n_jobs < -cores:  # joblib silently ran such a count on one worker
+    # joblib runs a count back past every core on one worker. Past any machine's cores it
+    # is a typo (-99999), refused; within them it may be a script written for a larger
+    # machine (-32 on 2 cores), which must still run here: warned, not refused
+    if n_jobs < -MAX_CORES:
         raise ValueError(
             f"n_jobs={n_jobs!r} counts back past every core (-1 is every core, -2 all but "
-            f"one): this machine has {cores} core(s), so -{cores} (one worker) is the lowest; "
-            "pass -1 for every core, or the number of workers you want."
+            f"one) of any machine (at most {MAX_CORES:,}): pass -1 for every core, or the "
+            "number of workers you want."
         )
+    cores = cpu_count()
+    if n_jobs < -cores:
+        warnings.warn(f"n_jobs={n_jobs!r} counts back past every core of this machine "
+                      f"({cores}): it runs on one worker.", UserWarning, stacklevel=3)
 
 
 def make_executor(n_jobs: Any = 1, backend: Any = "loky") -> Executor | None:
