@@ -381,3 +381,18 @@ def test_demo_command_runs_and_writes_outputs(tmp_path):
     listed = json.loads((tmp_path / ".tdshap-manifest.json").read_text())["files"]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".tdshap-manifest.json") \
         == sorted(listed)
+
+
+def test_cleanse_names_features_too_large_for_the_model():
+    # find_harmful refused 1e300 by name; cleanse's tree failed on every cut ("fix the
+    # estimator"), as it did on 1e39, past float32, which a tree computes in
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(30, 2)), rng.normal(size=(12, 2))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    tree, values = DecisionTreeClassifier(random_state=0), rng.normal(size=30)
+    with pytest.raises(ValueError, match=r"^X_val's column 1 has values too large to "
+                       "standardise"):
+        cleanse(values, tree, X, y, Xv * [1, 1e300], yv)
+    with pytest.raises(ValueError, match=r"the cleansing curve .*: the features hold values "
+                       r"up to .*e\+39, past the float32 range"):
+        cleanse(values, tree, X * [1, 1e39], y, Xv, yv)

@@ -888,3 +888,44 @@ def test_truncation_stops_a_chain_once_scores_settle(breast_cancer_small):
     # a 100% tolerance settles at once: three evaluated scores, then the rest repeat
     assert util.n_truncated == 60 - 2
     assert (out[3:] == out[2]).all()
+
+
+def _with_huge_column(scale: float) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(30, 2)), rng.normal(size=(12, 2))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    X[:, 1] *= scale
+    return X, y, Xv, yv
+
+
+@pytest.mark.parametrize("method", [
+    lambda m: TDShap(m, max_iter=2, random_state=0),
+    lambda m: LeaveOneOut(m),
+    lambda m: DataOOB(m, n_estimators=10, random_state=0),
+], ids=["tdshap", "loo", "data_oob"])
+def test_features_too_large_to_standardise_are_refused_as_find_harmful_does(method):
+    # 1e300 squared passes float64's range: a tree's every fit failed ("fix the
+    # estimator"), a k-NN's distances were infinite; find_harmful refused them by name
+    X, y, Xv, yv = _with_huge_column(1e300)
+    for model in (DecisionTreeClassifier(random_state=0), KNeighborsClassifier(3)):
+        with pytest.raises(ValueError, match=r"^X's column 1 has values too large to "
+                           r"standardise \(up to .*\): rescale that column"):
+            method(model).fit(X, y, Xv, yv)
+
+
+@pytest.mark.parametrize("method", [
+    lambda m: TDShap(m, max_iter=2, random_state=0),
+    lambda m: LeaveOneOut(m),
+    lambda m: DataOOB(m, n_estimators=10, random_state=0),
+], ids=["tdshap", "loo", "data_oob"])
+def test_features_past_float32_name_the_data_where_the_model_computes_in_it(method):
+    # a tree computes in float32: every fit on 1e39 failed, and the error said "fix the
+    # estimator"; a k-NN, in float64, values the same rows as before
+    X, y, Xv, yv = _with_huge_column(1e39)
+    with pytest.raises(ValueError, match=r"failed on every one of its \d+ fits.*: the "
+                       r"features hold values up to .*e\+39, past the float32 range .* so the "
+                       r"problem is the data: rescale"):
+        method(DecisionTreeClassifier(random_state=0)).fit(X, y, Xv, yv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        method(KNeighborsClassifier(3)).fit(X, y, Xv, yv)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,46 @@ def check_squarable(values: np.ndarray, what: str, n_terms: int | None = None) -
     if largest > np.sqrt(np.finfo(float).max / max(n, 1)) / 2:
         raise ValueError(f"{what} has values too large to square (up to {largest:.3g}): "
                          "rescale it, e.g. to other units or a logarithm.")
+
+
+def column_spread(values: np.ndarray, names: Sequence[Any],
+                  fix: str = "rescale it, e.g. to other units or a logarithm"
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's mean and standard deviation, refusing a column for which they
+    overflow (values near 1e154 and up, whose squares pass float64's range: the squared
+    distances, the gradients and the standardisation of every model would be infinite or
+    NaN). ``names``: how each column is called in the message ("column 'a'", "X's column
+    0"); ``fix``: what to do with it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = values.mean(axis=0)
+        std = values.std(axis=0)
+    for j, (label, m, sd) in enumerate(zip(names, mean, std, strict=True)):
+        if not (np.isfinite(m) and np.isfinite(sd)):
+            largest = float(np.nanmax(np.abs(values[:, j])))
+            raise ValueError(f"{label} has values too large to standardise (up to "
+                             f"{largest:.3g}): {fix}.")
+    return mean, std
+
+
+#: the largest value a float32 holds: models that compute in it (scikit-learn's trees and
+#: forests) fail on features past it ("a value too large for dtype('float32')")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def float32_fix(first_error: str | None, *arrays: np.ndarray) -> str | None:
+    """The fix when every fit failed because the features pass float32's range (a tree on
+    1e39), which said "fix the estimator" though the data are the problem; None otherwise
+    (the features fit, or the error is another). Asked only on the error path."""
+    if not first_error or "float32" not in first_error:
+        return None
+    largest = max((float(np.abs(a).max(initial=0.0)) for a in arrays
+                   if isinstance(a, np.ndarray) and a.dtype.kind in "iuf"), default=0.0)
+    if largest <= FLOAT32_MAX:
+        return None
+    return (f"the features hold values up to {largest:.3g}, past the float32 range "
+            f"(about {FLOAT32_MAX:.3g}) this estimator computes in, so the problem is the "
+            "data: rescale those columns (e.g. to other units or a logarithm) or "
+            "standardise them")
 
 
 def as_features(X: Any, name: str) -> np.ndarray:
@@ -274,6 +314,10 @@ def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
 def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features and targets of one set of rows, checked to be the same rows."""
     Xa = as_features(X, x_name)
+    if len(Xa):  # no rows: the caller says so; find_harmful's encoder refuses these too
+        flat = Xa.reshape(len(Xa), -1)
+        column_spread(flat, [f"{x_name}'s column {j}" for j in range(flat.shape[1])],
+                      "rescale that column, e.g. to other units or a logarithm")
     check_not_text(y, y_name, X, x_name)
     ya = as_target(y, y_name, len(Xa), x_name)
     check_same_index(X, y, x_name, y_name)

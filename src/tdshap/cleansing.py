@@ -40,6 +40,7 @@ from tdshap._validation import (
     check_number,
     check_random_state,
     check_shared_classes,
+    float32_fix,
 )
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
@@ -433,7 +434,8 @@ def cleanse(
                 boot_failed = True
         if test_scores is not None:
             test_scores[i] = test_score
-    check_some_fit_worked(failed, len(grid) - failed, first_error, "the cleansing curve")
+    check_some_fit_worked(failed, len(grid) - failed, first_error, "the cleansing curve",
+                          lambda: float32_fix(first_error, Xa, Xv))
     boot = None
     stacked = np.stack(predictions) if predictions else None
     if idx is not None and stacked is not None:

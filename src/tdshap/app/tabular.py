@@ -65,6 +65,7 @@ from tdshap._validation import (
     check_number,
     check_squarable,
     column_difference,
+    column_spread,
     plain_value,
 )
 
@@ -507,15 +508,7 @@ class TableEncoder:
                     self.numeric_, self._num_imputer.statistics_, num.isna().any(), strict=True)
                     if miss})
             filled = self._fill_numbers(num.to_numpy())
-            with np.errstate(over="ignore", invalid="ignore"):
-                self.mean_ = filled.mean(axis=0)
-                std = filled.std(axis=0)
-            for c, m, sd in zip(self.numeric_, self.mean_, std, strict=True):
-                if not (np.isfinite(m) and np.isfinite(sd)):
-                    raise ValueError(
-                        f"column {c!r} has values too large to standardise (up to "
-                        f"{np.nanmax(np.abs(num[c].to_numpy())):.3g}): rescale it, e.g. "
-                        "to other units or a logarithm.")
+            self.mean_, std = column_spread(filled, [f"column {c!r}" for c in self.numeric_])
             self.scale_ = np.where(std > 0, std, 1.0)  # a constant column stays constant
         if self.categorical_:
             cat = X[self.categorical_].astype(object)

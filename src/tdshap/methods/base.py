@@ -20,6 +20,7 @@ from tdshap._validation import (
     check_random_state,
     check_shared_classes,
     check_target_varies,
+    float32_fix,
     warn_one_class,
 )
 from tdshap.result import ValuationResult
@@ -158,9 +159,12 @@ class BaseValuation(BaseEstimator):
     ) -> ValuationResult:
         self._release()
         stats = utility.stats()
+        first_error = stats.get("first_error")
         check_some_fit_worked(int(stats.get("n_failed_fits", 0)), self._n_scored(stats),
-                              stats.get("first_error"), f"this {self.algorithm} run",
-                              utility.too_few_rows)
+                              first_error, f"this {self.algorithm} run",
+                              lambda: float32_fix(first_error, getattr(utility, "X", None),
+                                                  getattr(utility, "X_val", None))
+                              or utility.too_few_rows())
         counted = ("n_fits", "n_evaluations", "fit_seconds")
         extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))

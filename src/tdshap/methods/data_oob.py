@@ -27,6 +27,7 @@ from tdshap._validation import (
     check_columns_by_position,
     check_estimator,
     check_number,
+    float32_fix,
 )
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.base import (
@@ -250,7 +251,8 @@ class DataOOB(DirectValuation):
         errors = [e for *_, e in bags if e is not None]
         # every bag's fit failed: the values would be the fallback's, describing no model
         check_some_fit_worked(len(errors), len(bags) - fallbacks,
-                              errors[0] if errors else None, "this data_oob run")
+                              errors[0] if errors else None, "this data_oob run",
+                              lambda: float32_fix(errors[0] if errors else None, Xa))
         self._finish(values=values, counts=counts, variances=np.maximum(variances, 0.0),
                      n_fits=len(bags) - fallbacks,
                      extra={"task": task, "n_estimators": int(self.n_estimators),
