@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.tree import DecisionTreeClassifier
 
 from tdshap.methods import TDShap, TMCShapley
 from tdshap.methods.stopping import (
@@ -79,6 +80,11 @@ def test_absolute_rule_fires_once_values_stop_moving():
     ({"rtol": 0.05, "rtol_window": 10**30}, r"rtol_window=10+ must be a whole number from 1 "
      r"to 9223372036854775807"),
     ({"atol": 0.1, "atol_window": 10**30}, r"atol_window=10+ must be a whole number from 1"),
+    # without atol (or rtol) any window was taken, silently
+    ({"max_rounds": 5, "atol_window": -3}, r"atol_window=-3 must be a whole number from 1"),
+    ({"max_rounds": 5, "atol_window": "x"}, r"atol_window='x' must be a whole number"),
+    ({"max_rounds": 5, "rtol_window": 2.5}, r"rtol_window=2.5 must be a whole number"),
+    ({"atol": 0.1, "rtol_window": 0}, r"rtol_window=0 must be a whole number from 1"),
     ({}, "No stopping criterion: set at least one of max_iter, time_budget, atol or rtol"),
 ])
 def test_bad_limits_name_the_parameter(kwargs, match):
@@ -89,3 +95,20 @@ def test_bad_limits_name_the_parameter(kwargs, match):
 def test_a_time_budget_beyond_numpys_numbers_is_a_budget() -> None:
     # a Python int is finite: 10**30 seconds was numpy's TypeError from isfinite
     assert build_stopping(time_budget=10**30) is not None
+
+
+_TREE = DecisionTreeClassifier(random_state=0)
+
+
+@pytest.mark.parametrize(("method", "name"), [
+    (lambda: TDShap(_TREE, max_iter=1, atol_window=-3), "atol_window=-3"),
+    (lambda: TDShap(_TREE, max_iter=1, rtol_window=2.5), "rtol_window=2.5"),
+    (lambda: TMCShapley(_TREE, max_permutations=1, rtol=None, rtol_window="x"), "rtol_window='x'"),
+    (lambda: TMCShapley(_TREE, max_permutations=1, atol_window=0), "atol_window=0"),
+])
+def test_methods_refuse_a_bad_window_without_its_rule(method, name) -> None:
+    # atol (and TDShap's rtol) default to None: their windows went unchecked
+    X = np.arange(20.0).reshape(-1, 1)
+    y = np.arange(20) % 2
+    with pytest.raises(ValueError, match=rf"^{name} must be a whole number from 1"):
+        method().fit(X, y, X, y)

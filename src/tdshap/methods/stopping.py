@@ -223,12 +223,14 @@ def build_stopping(
     ``None`` leaves a limit out; at least one must be set.
     """
     parts: list[StoppingCriterion] = []
+    # a deque holds a window: 10**30 was "OverflowError: Python int too large to convert
+    # to C ssize_t". Checked whether or not its rule is on: without atol (or rtol) a
+    # window of -3, "x" or 2.5 was taken silently, and failed only once the rule was set
+    check_number(rtol_window, "rtol_window", low=1, high=MAX_ROUNDS, integer=True)
+    check_number(atol_window, "atol_window", low=1, high=MAX_ROUNDS, integer=True)
     # this order (rtol first, atol last) keeps ``stopped_by`` as each method listed it
     if rtol is not None:
         check_number(rtol, "rtol", low=0, hint="Ghorbani & Zou's TMC rule uses rtol=0.05.")
-        # a deque holds the window: 10**30 was "OverflowError: Python int too large to
-        # convert to C ssize_t"
-        check_number(rtol_window, "rtol_window", low=1, high=MAX_ROUNDS, integer=True)
         parts.append(MeanRelativeChange(rtol, int(rtol_window)))
     if max_rounds is not None:
         check_number(max_rounds, rounds_name, low=min_rounds, high=MAX_ROUNDS, integer=True,
@@ -247,7 +249,6 @@ def build_stopping(
         if not _positive_finite(atol):
             raise ValueError(f"atol={atol!r} must be a finite number > 0 (in units of the "
                              "metric), or None not to stop on small changes.")
-        check_number(atol_window, "atol_window", low=1, high=MAX_ROUNDS, integer=True)
         parts.append(MaxAbsoluteChange(atol, int(atol_window)))
     if not parts:
         raise ValueError(
