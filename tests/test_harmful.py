@@ -812,6 +812,18 @@ def test_validation_rows_of_a_single_class_are_warned_about() -> None:
         tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y[150:], cleanse=False)
 
 
+@pytest.mark.parametrize("estimator", [None, "dtree"])
+def test_validation_classes_no_training_row_has_are_warned_about_once(estimator) -> None:
+    # before any work, and not again by the method that values the rows
+    X, y = make_classification(n_samples=200, n_features=4, random_state=1)
+    y_val = np.where(np.arange(50) < 4, 2, y[150:])
+    with pytest.warns(UserWarning, match=r"the validation labels include 1 class\(es\) no "
+                      r"training row has \(2; 4 rows\)") as seen:
+        tdshap.find_harmful(X[:150], y[:150], estimator, X_val=X[150:], y_val=y_val,
+                            cleanse=False, max_iter=20)
+    assert sum("no training row has" in str(w.message) for w in seen) == 1
+
+
 def test_the_paths_line_joins_its_notes_without_a_stray_full_stop(
         capsys: pytest.CaptureFixture) -> None:
     rows = tdshap.find_harmful(_X, _X[:, 0] + _Y, Ridge(), method="tdoob", max_iter=1)

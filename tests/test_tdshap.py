@@ -728,6 +728,25 @@ def test_text_targets_for_a_regressor_are_refused_by_name(method):
                                          r"numbers: give numeric targets, or a classifier"):
         method().fit(X_OK, labels, X_OK, labels)
 
+@pytest.mark.parametrize("method", [
+    TMCShapley(_tree(), max_permutations=2),
+    TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
+    LeaveOneOut(_tree()),
+    ThresholdingOOB(_tree(), max_iter=4),
+    KNNShapley(),
+], ids=["tmc", "tdshap", "loo", "tdoob", "knn_shapley"])
+def test_validation_classes_no_training_row_has_are_warned_about(method):
+    # find_harmful warned, the methods did not: those rows count as errors for every model
+    y_val = np.where(np.arange(20) < 3, 7, Y_OK)
+    with pytest.warns(UserWarning, match=r"^the validation labels include 1 class\(es\) no "
+                      r"training row has \(7; 3 rows\): no model can predict them") as seen:
+        method.fit(X_OK, Y_OK, X_OK, y_val)
+    assert seen[0].filename == __file__  # the user's call of fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every class seen: no warning
+        method.fit(X_OK, Y_OK, X_OK, Y_OK)
+
+
 class _NaNModel(DecisionTreeClassifier):
     """Predicts NaN (probabilities too), as a broken custom model may."""
 

@@ -390,6 +390,35 @@ def warn_one_class(labels: np.ndarray, what: str = "validation", stacklevel: int
                       stacklevel=stacklevel + 1)
 
 
+#: how the warning of held-out labels of classes no training row has begins, after "the
+#: validation" (or "the test")
+UNSEEN_CLASSES = "labels include"
+
+
+def unseen_classes(train: np.ndarray, other: np.ndarray) -> tuple[list[Any], list[Any]]:
+    """The held-out (``other``) classes no training row has, and every held-out class."""
+    known = set(pd.unique(train).tolist())
+    levels = pd.unique(other).tolist()
+    return [v for v in levels if v not in known], levels
+
+
+def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "validation",
+                        stacklevel: int = 2) -> None:
+    """Held-out (``what``) classification rows of classes no training row has (some, not
+    all: none shared is the caller's error): no model can predict them, so they count as
+    errors for every model (a warning: the other rows still value the training rows).
+    ``stacklevel``: the caller's, as ``warnings.warn`` counts it from the caller."""
+    unseen, levels = unseen_classes(train, other)
+    if not unseen or len(unseen) == len(levels):
+        return
+    shown = ", ".join(repr(v) for v in unseen[:3]) + (", ..." if len(unseen) > 3 else "")
+    n_rows = int(np.isin(other.astype(object), np.asarray(unseen, dtype=object)).sum())
+    rows = f"{n_rows} row{'s' if n_rows != 1 else ''}"
+    warnings.warn(f"the {what} {UNSEEN_CLASSES} {len(unseen)} class(es) no training row has "
+                  f"({shown}; {rows}): no model can predict them, so those rows count as "
+                  "errors for every model.", UserWarning, stacklevel=stacklevel + 1)
+
+
 def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:
     """Refuse text labels against number labels (e.g. one file's labels read as text):
     no held-out label equals a training label, so every model scores 0, silently."""

@@ -35,7 +35,9 @@ from tdshap._validation import (
     check_target_not_a_feature,
     check_unique_columns,
     check_unmasked,
+    unseen_classes,
     warn_one_class,
+    warn_unseen_classes,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
 from tdshap.app.plan import RunPlan, execute, plan
@@ -159,22 +161,15 @@ def _check_pairs(X_val: Any, y_val: Any, X_test: Any, y_test: Any) -> None:
 
 def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
     """Held-out labels the training rows never have: none shared is an error, some a warning."""
-    known = set(pd.unique(train).tolist())
-    levels = pd.unique(other).tolist()
-    unseen = [v for v in levels if v not in known]
-    if not unseen:
-        return
-    shown = ", ".join(repr(v) for v in unseen[:3]) + (", ..." if len(unseen) > 3 else "")
-    if len(unseen) == len(levels):
+    unseen, levels = unseen_classes(train, other)
+    if unseen and len(unseen) == len(levels):
+        known = pd.unique(train).tolist()
+        shown = ", ".join(repr(v) for v in unseen[:3]) + (", ..." if len(unseen) > 3 else "")
         theirs = ", ".join(repr(v) for v in sorted(known, key=str)[:3])
         raise ValueError(f"the {what} labels ({shown}) share no class with the training labels "
                          f"({theirs}{', ...' if len(known) > 3 else ''}): give {what} rows with "
                          "the same target column and the same label spelling.")
-    n_rows = int(np.isin(other.astype(object), np.asarray(unseen, dtype=object)).sum())
-    rows = f"{n_rows} row{'s' if n_rows != 1 else ''}"
-    warnings.warn(f"the {what} labels include {len(unseen)} class(es) no training row has "
-                  f"({shown}; {rows}): no model can predict them, so those rows count as "
-                  "errors for every model.", UserWarning, stacklevel=3)
+    warn_unseen_classes(train, other, what, stacklevel=3)
 
 
 def _row_hashes(X: np.ndarray, y: np.ndarray) -> np.ndarray:

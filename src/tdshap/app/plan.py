@@ -25,6 +25,7 @@ from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import (
     ONE_CLASS,
+    UNSEEN_CLASSES,
     ParameterError,
     check_estimator,
     check_number,
@@ -836,8 +837,9 @@ def execute(p: RunPlan) -> HarmfulRun:
     data, valuer, o = p.data, p.valuer, p.options
     if getattr(valuer, "checkpoint", None) is not None:
         Path(valuer.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # prepare warned of given rows of one class already
+    with warnings.catch_warnings():  # prepare warned of these given rows already
         warnings.filterwarnings("ignore", message=f"the validation {ONE_CLASS}")
+        warnings.filterwarnings("ignore", message=f"the validation {UNSEEN_CLASSES}")
         valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
     result = valuer.result_
     extra = result.extra

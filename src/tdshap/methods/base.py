@@ -22,6 +22,7 @@ from tdshap._validation import (
     check_target_varies,
     float32_fix,
     warn_one_class,
+    warn_unseen_classes,
 )
 from tdshap.result import ValuationResult
 from tdshap.utility.base import SEED_MODES, Chain, Utility, check_some_fit_worked
@@ -82,6 +83,7 @@ class BaseValuation(BaseEstimator):
         if is_classifier(self.estimator):
             check_shared_classes(ya, yv)
             warn_one_class(yv, stacklevel=3)  # the user's call of fit
+            warn_unseen_classes(ya, yv, stacklevel=3)
         elif is_regressor(self.estimator):
             check_numeric_targets(self.estimator, (ya, "y"), (yv, "y_val"))
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None

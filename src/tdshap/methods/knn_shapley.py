@@ -107,6 +107,7 @@ from tdshap._validation import (
     check_shared_classes,
     check_squarable,
     warn_one_class,
+    warn_unseen_classes,
 )
 from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
@@ -356,6 +357,7 @@ class KNNShapley(DirectValuation):
         if task == "classification" and validation:
             check_shared_classes(ya, yv)
             warn_one_class(yv)
+            warn_unseen_classes(ya, yv)
         if training and len(ya) < 2:
             raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
                              "row is valued by what it does to the others.")
