@@ -824,6 +824,21 @@ def test_validation_classes_no_training_row_has_are_warned_about_once(estimator)
     assert sum("no training row has" in str(w.message) for w in seen) == 1
 
 
+def test_an_array_of_numbers_as_text_is_numbers_as_in_the_methods() -> None:
+    # np.array([["1.5", "2"], ...]) was a table of text columns ("a row id or name?"),
+    # while the valuation methods read it as numbers; a column of words stays text
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    X = np.round(X, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        as_text = tdshap.find_harmful(X.astype(str), y, cleanse=False)
+    np.testing.assert_allclose(as_text["value"], tdshap.find_harmful(X, y, cleanse=False)[
+        "value"])
+    mixed = np.column_stack([X.astype(str), np.where(y == 1, "red", "blue")])
+    encoder = tdshap.find_harmful(mixed, y, cleanse=False).run.data.encoder
+    assert (encoder.numeric_, encoder.categorical_) == (["x0", "x1", "x2", "x3"], ["x4"])
+
+
 def test_the_paths_line_joins_its_notes_without_a_stray_full_stop(
         capsys: pytest.CaptureFixture) -> None:
     rows = tdshap.find_harmful(_X, _X[:, 0] + _Y, Ridge(), method="tdoob", max_iter=1)

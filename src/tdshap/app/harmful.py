@@ -65,6 +65,27 @@ def _records(X: Any) -> bool:
     return isinstance(X, list | tuple) and len(X) > 0 and all(isinstance(r, Mapping) for r in X)
 
 
+def _numbers_from_text(col: np.ndarray) -> np.ndarray:
+    """An array's column of numbers written as text (``"1.5"``) as floats, as the valuation
+    methods read it; any other column as it is (text, or numbers already)."""
+    if col.dtype.kind == "O" and not any(isinstance(v, str | bytes) for v in col):
+        return col
+    try:
+        return col.astype(float)
+    except (TypeError, ValueError):  # text of its own: a text column, one-hot encoded
+        return col
+
+
+def _array_frame(arr: np.ndarray) -> pd.DataFrame:
+    """A 2-D array as a table of columns x0, x1, ...: a text array's columns of numbers
+    (``np.array([["1.5", "red"], ...])``, or a whole array of them) are numbers, as the
+    methods read them, not text columns of a level per value (or row names, dropped)."""
+    columns = [f"x{i}" for i in range(arr.shape[1])]
+    if arr.dtype.kind not in "OSU":
+        return pd.DataFrame(arr, columns=columns)
+    return pd.DataFrame({c: _numbers_from_text(arr[:, i]) for i, c in enumerate(columns)})
+
+
 def _as_frame(X: Any, name: str) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
         frame = X
@@ -87,7 +108,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
         check_not_records(arr, name)
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
-        frame = pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+        frame = _array_frame(arr)
     if len(frame) == 0 or frame.shape[1] == 0:
         raise ValueError(f"{name} has {len(frame)} rows and {frame.shape[1]} columns: it needs "
                          "at least one of each.")
