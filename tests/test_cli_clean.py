@@ -514,6 +514,18 @@ def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")
 
 
+def test_resume_when_the_checkpoint_is_a_folder_says_so(tmp_path: Path, train: Path) -> None:
+    # it said "there is no checkpoint out/run.tdshap to continue"
+    (tmp_path / "out" / "run.tdshap").mkdir(parents=True)
+    res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", "--force",
+                 cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == (f"Error: --resume: {Path('out') / 'run.tdshap'} is a folder, "
+                                  "not a checkpoint (the file a run saves there): move or "
+                                  "rename the folder, then run without --resume.")
+    assert os.listdir(tmp_path / "out") == ["run.tdshap"]
+
+
 def test_a_resume_refusal_names_the_options(tmp_path: Path, train: Path) -> None:
     # it read "resume='.../run.tdshap' was made with different settings (eps: ...)": the
     # library's spelling, not the options of the command

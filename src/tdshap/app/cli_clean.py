@@ -465,6 +465,11 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     folder.check(inputs, _outputs(do_cleanse, train, n_parts))
     checkpoints = [folder.real / name for name in folder.keep]
     if opts["resume"]:
+        for checkpoint in checkpoints:  # was "there is no checkpoint ... to continue"
+            if checkpoint.is_dir():
+                raise ValueError(f"--resume: {opts['out'] / checkpoint.name} is a folder, not "
+                                 "a checkpoint (the file a run saves there): move or rename "
+                                 "the folder, then run without --resume.")
         if not checkpoints[0].is_file():
             raise ValueError(f"--resume: there is no checkpoint {opts['out'] / CHECKPOINT_NAME} "
                              "to continue; run without --resume first (every run saves one "
