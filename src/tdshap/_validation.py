@@ -127,6 +127,10 @@ def column_spread(values: np.ndarray, names: Sequence[Any],
     return mean, std
 
 
+#: features no larger than this cannot overflow a column's mean or spread (squares 1e200)
+SPREAD_SAFE = 1e100
+
+
 #: the largest value a float32 holds: models that compute in it (scikit-learn's trees and
 #: forests) fail on features past it ("a value too large for dtype('float32')")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -316,8 +320,12 @@ def as_pair(X: Any, y: Any, x_name: str, y_name: str) -> tuple[np.ndarray, np.nd
     Xa = as_features(X, x_name)
     if len(Xa):  # no rows: the caller says so; find_harmful's encoder refuses these too
         flat = Xa.reshape(len(Xa), -1)
-        column_spread(flat, [f"{x_name}'s column {j}" for j in range(flat.shape[1])],
-                      "rescale that column, e.g. to other units or a logarithm")
+        # only columns that could overflow are measured: the spread of a whole image set
+        # would hold a second copy of it in memory
+        large = np.flatnonzero(np.maximum(flat.max(axis=0), -flat.min(axis=0)) > SPREAD_SAFE)
+        if len(large):
+            column_spread(flat[:, large], [f"{x_name}'s column {j}" for j in large],
+                          "rescale that column, e.g. to other units or a logarithm")
     check_not_text(y, y_name, X, x_name)
     ya = as_target(y, y_name, len(Xa), x_name)
     check_same_index(X, y, x_name, y_name)
