@@ -804,8 +804,8 @@ def test_validation_rows_of_a_single_class_are_warned_about() -> None:
     with pytest.warns(UserWarning, match=r"the validation rows hold a single class \(1\): a "
                       r"model that predicts it for every row scores best on them, .*give "
                       r"validation rows of every class") as seen:
-        tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y_val, cleanse=False)
-    # once, before any work: not again by the method that values the rows
+        tdshap.find_harmful(X[:150], y[:150], X_val=X[150:], y_val=y_val)
+    # once, before any work: not again by the method that values the rows, nor the cut
     assert sum("single class" in str(w.message) for w in seen) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # two classes: no warning
@@ -820,8 +820,8 @@ def test_validation_classes_no_training_row_has_are_warned_about_once(estimator)
     with pytest.warns(UserWarning, match=r"the validation labels include 1 class\(es\) no "
                       r"training row has \(2; 4 rows\)") as seen:
         tdshap.find_harmful(X[:150], y[:150], estimator, X_val=X[150:], y_val=y_val,
-                            cleanse=False, max_iter=20)
-    assert sum("no training row has" in str(w.message) for w in seen) == 1
+                            max_iter=20)
+    assert sum("no training row has" in str(w.message) for w in seen) == 1  # nor the cut
 
 
 def test_an_array_of_numbers_as_text_is_numbers_as_in_the_methods() -> None:

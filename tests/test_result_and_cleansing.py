@@ -396,3 +396,24 @@ def test_cleanse_names_features_too_large_for_the_model():
     with pytest.raises(ValueError, match=r"the cleansing curve .*: the features hold values "
                        r"up to .*e\+39, past the float32 range"):
         cleanse(values, tree, X * [1, 1e39], y, Xv, yv)
+
+
+def test_cleanse_warns_of_validation_rows_of_one_class_or_of_unseen_classes() -> None:
+    # the validation rows choose the cut: of one class, they reward removing the other
+    # class's rows; of a class no training row has, they are errors for every cut
+    import warnings
+
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    values = np.arange(80.0)
+    tree = DecisionTreeClassifier(max_depth=2, random_state=0)
+    with pytest.warns(UserWarning, match=r"the validation rows hold a single class \(1\)"):
+        cleanse(values, tree, X[:80], y[:80], X[80:], np.ones(40, dtype=int))
+    y_val = np.where(np.arange(40) < 3, 2, y[80:])
+    with pytest.warns(UserWarning, match=r"the validation labels include 1 class\(es\) no "
+                      r"training row has \(2; 3 rows\)"):
+        cleanse(values, tree, X[:80], y[:80], X[80:], y_val)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # both classes, all known: no warning
+        cleanse(values, tree, X[:80], y[:80], X[80:], y[80:])

@@ -41,6 +41,8 @@ from tdshap._validation import (
     check_random_state,
     check_shared_classes,
     float32_fix,
+    warn_one_class,
+    warn_unseen_classes,
 )
 from tdshap.cross_fit import CrossFit
 from tdshap.cut import (
@@ -268,6 +270,10 @@ def cleanse(
     leaves a classifier one class is scored as that class, without a fit and
     without counting as failed (``n_one_class_fits``).
 
+    Validation rows of a single class, or of classes no training row has, are warned of
+    (:func:`tdshap._validation.warn_one_class`, :func:`tdshap._validation.warn_unseen_classes`):
+    they choose the cut.
+
     ``n_jobs`` (joblib's: None or 1 in-process, -1 every core) fits the models on that
     many workers where the fits left would take
     :data:`tdshap.utility.subset_fits.MIN_PARALLEL_SECONDS` or more in-process
@@ -302,6 +308,9 @@ def cleanse(
     Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
     if is_classifier(estimator):
         check_shared_classes(ya, yv)
+        # as the valuation methods warn: the validation rows choose the cut
+        warn_one_class(yv)
+        warn_unseen_classes(ya, yv)
     # the resampled rows are one int64 table (tdshap.cut.bootstrap_indices): 10**12 was
     # numpy's MemoryError "Unable to allocate 72.8 TiB"
     check_count("n_bootstrap", n_bootstrap, 8 * len(yv),

@@ -837,23 +837,25 @@ def execute(p: RunPlan) -> HarmfulRun:
     data, valuer, o = p.data, p.valuer, p.options
     if getattr(valuer, "checkpoint", None) is not None:
         Path(valuer.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # prepare warned of these given rows already
+    with warnings.catch_warnings():  # prepare warned of these given rows already (the
+        # valuation and the cut would again)
         warnings.filterwarnings("ignore", message=f"the validation {ONE_CLASS}")
         warnings.filterwarnings("ignore", message=f"the validation {UNSEEN_CLASSES}")
         valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
-    result = valuer.result_
-    extra = result.extra
-    _check_failures("valuation", int(extra.get("n_failed_fits", 0)), result.n_fits,
-                    extra.get("first_error"), p)
-    cleansing = None
-    if p.do_cleanse:
-        cleansing = cleanse(result, p.estimator, data.X_train, data.y_train, data.X_val,
-                            data.y_val, data.X_test, data.y_test, metric=p.metric,
-                            random_state=p.seed, rule=p.cut, n_bootstrap=DEFAULT_N_BOOTSTRAP,
-                            max_fraction=cleanse_fraction(p.estimator, len(data.y_train)),
-                            n_jobs=p.n_jobs)
-        c = cleansing.extra
-        _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"], p)
+        result = valuer.result_
+        extra = result.extra
+        _check_failures("valuation", int(extra.get("n_failed_fits", 0)), result.n_fits,
+                        extra.get("first_error"), p)
+        cleansing = None
+        if p.do_cleanse:
+            cleansing = cleanse(result, p.estimator, data.X_train, data.y_train, data.X_val,
+                                data.y_val, data.X_test, data.y_test, metric=p.metric,
+                                random_state=p.seed, rule=p.cut,
+                                n_bootstrap=DEFAULT_N_BOOTSTRAP,
+                                max_fraction=cleanse_fraction(p.estimator, len(data.y_train)),
+                                n_jobs=p.n_jobs)
+            c = cleansing.extra
+            _check_failures("cleansing", c["n_failed_fits"], c["n_fits"], c["first_error"], p)
     given = p.given
     settings = {
         "task": Setting(data.task, data.task_given, data.task_reason),
