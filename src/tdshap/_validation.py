@@ -136,7 +136,7 @@ SPREAD_SAFE = 1e100
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def float32_fix(first_error: str | None, *arrays: np.ndarray) -> str | None:
+def float32_fix(first_error: str | None, *arrays: np.ndarray | None) -> str | None:
     """The fix when every fit failed because the features pass float32's range (a tree on
     1e39), which said "fix the estimator" though the data are the problem; None otherwise
     (the features fit, or the error is another). Asked only on the error path."""
