@@ -652,13 +652,17 @@ def test_a_progress_that_is_not_true_or_false_is_refused(method, progress):
         method(progress).fit(X_OK, Y_OK, X_OK, Y_OK)
     method(np.bool_(False)).fit(X_OK, Y_OK, X_OK, Y_OK)  # numpy's bool is a switch too
 
-@pytest.mark.parametrize("method", [
+#: a method of each kind, each warning of the validation rows it is given
+HELD_OUT_WARNERS = pytest.mark.parametrize("method", [
     TMCShapley(_tree(), max_permutations=2),
     TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
     LeaveOneOut(_tree()),
     ThresholdingOOB(_tree(), max_iter=4),
     KNNShapley(),
 ], ids=["tmc", "tdshap", "loo", "tdoob", "knn_shapley"])
+
+
+@HELD_OUT_WARNERS
 def test_validation_rows_of_a_single_class_are_warned_about(method):
     # find_harmful warned, the methods did not: every score rewards predicting that class,
     # so the other classes' rows were valued as harmful, silently
@@ -728,13 +732,7 @@ def test_text_targets_for_a_regressor_are_refused_by_name(method):
                                          r"numbers: give numeric targets, or a classifier"):
         method().fit(X_OK, labels, X_OK, labels)
 
-@pytest.mark.parametrize("method", [
-    TMCShapley(_tree(), max_permutations=2),
-    TDShap(_tree(), "accuracy", n_min=2, k=2, max_iter=1),
-    LeaveOneOut(_tree()),
-    ThresholdingOOB(_tree(), max_iter=4),
-    KNNShapley(),
-], ids=["tmc", "tdshap", "loo", "tdoob", "knn_shapley"])
+@HELD_OUT_WARNERS
 def test_validation_classes_no_training_row_has_are_warned_about(method):
     # find_harmful warned, the methods did not: those rows count as errors for every model
     y_val = np.where(np.arange(20) < 3, 7, Y_OK)
@@ -917,11 +915,15 @@ def _with_huge_column(scale: float) -> tuple[np.ndarray, ...]:
     return X, y, Xv, yv
 
 
-@pytest.mark.parametrize("method", [
+#: one method of each kind of fit: chains of refits, leave-one-out, bags
+LARGE_VALUE_METHODS = pytest.mark.parametrize("method", [
     lambda m: TDShap(m, max_iter=2, random_state=0),
     lambda m: LeaveOneOut(m),
     lambda m: DataOOB(m, n_estimators=10, random_state=0),
 ], ids=["tdshap", "loo", "data_oob"])
+
+
+@LARGE_VALUE_METHODS
 def test_features_too_large_to_standardise_are_refused_as_find_harmful_does(method):
     # 1e300 squared passes float64's range: a tree's every fit failed ("fix the
     # estimator"), a k-NN's distances were infinite; find_harmful refused them by name
@@ -932,11 +934,7 @@ def test_features_too_large_to_standardise_are_refused_as_find_harmful_does(meth
             method(model).fit(X, y, Xv, yv)
 
 
-@pytest.mark.parametrize("method", [
-    lambda m: TDShap(m, max_iter=2, random_state=0),
-    lambda m: LeaveOneOut(m),
-    lambda m: DataOOB(m, n_estimators=10, random_state=0),
-], ids=["tdshap", "loo", "data_oob"])
+@LARGE_VALUE_METHODS
 def test_features_past_float32_name_the_data_where_the_model_computes_in_it(method):
     # a tree computes in float32: every fit on 1e39 failed, and the error said "fix the
     # estimator"; a k-NN, in float64, values the same rows as before
