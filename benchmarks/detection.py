@@ -632,6 +632,11 @@ METHODS: dict[str, Method] = {
     "find_harmful-round8": Method(_bags_per_round(8), "find_harmful with thresholding "
                                   "Data-OOB fitting 8 bags from one look at its bandit "
                                   "(ThresholdingOOB(bags_per_round=8); auto's default: 1)"),
+    "find_harmful-bags200": Method(_with_setting("TDOOB_BAGS", 200), "find_harmful with "
+                                   "thresholding Data-OOB fitting 200 bags (auto's default: "
+                                   "100)"),
+    "find_harmful-bags400": Method(_with_setting("TDOOB_BAGS", 400), "find_harmful with "
+                                   "thresholding Data-OOB fitting 400 bags"),
     "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL), "find_harmful with exact "
                                "k-NN Shapley's own_label wherever it takes exact k-NN "
                                "Shapley (each row's own query counts for it)"),
@@ -831,6 +836,36 @@ def aggregate_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _run_gain(row: dict[str, Any]) -> float:
+    """One run's gain of the default cut: accuracy (classification), MAE change in %."""
+    if row["task"] == "classification":
+        return float(row["test_after"] - row["test_before"])
+    return float(100 * (row["test_after"] / row["test_before"] - 1))
+
+
+def paired_table(rows: list[dict[str, Any]]) -> str:
+    """Each method's default-cut gain against the first method's on the same runs (dataset
+    and seed): the mean difference and its standard error over the runs, which share a
+    split and planted rows, so the split's luck cancels."""
+    ok = [r for r in rows if "error" not in r and "test_after" in r]
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    gains = {(r["method"], r["dataset"], r["seed"]): (r["task"], _run_gain(r)) for r in ok}
+    lines = [f"| method − {methods[0]} | accuracy gain (cls): mean ± SE (runs) | "
+             "MAE change % (reg): mean ± SE (runs) |", "|---|---|---|"]
+    for m in methods[1:]:
+        cells = []
+        for task in ("classification", "regression"):
+            diffs = [g - gains[methods[0], d, seed][1]
+                     for (mm, d, seed), (t, g) in gains.items()
+                     if mm == m and t == task and (methods[0], d, seed) in gains]
+            se = np.std(diffs, ddof=1) / np.sqrt(len(diffs)) if len(diffs) > 1 else np.nan
+            digits = 4 if task == "classification" else 1
+            cells.append(f"{np.mean(diffs):+.{digits}f} ± {_f(se, digits)} ({len(diffs)})"
+                         if diffs else "—")
+        lines.append(f"| {m} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
 CSV_FIELDS = ["dataset", "task", "model", "seed", "method", "n_train", "n_planted", "auroc",
               "p_at_n", "n_flagged", "flag_precision", "flag_recall", "metric", "test_before",
               "test_after", "n_removed", "test_after_paper", "n_removed_paper", "wall_s",
@@ -867,6 +902,9 @@ def print_dataset(rows: list[dict[str, Any]]) -> None:
 def print_aggregate(rows: list[dict[str, Any]]) -> None:
     print("\n## Aggregate (means over datasets of the per-dataset means over seeds)\n")
     print(aggregate_table(rows))
+    if len({r["method"] for r in rows}) > 1:
+        print("\n## Paired against the first method (the same datasets and seeds)\n")
+        print(paired_table(rows))
 
 
 def write_csv(rows: list[dict[str, Any]], path: str) -> None:

@@ -203,3 +203,22 @@ def test_the_cross_fitted_level_flag_reaches_the_cut(bench, monkeypatch, tmp_pat
     bench.write_csv(rows, tmp_path / "runs.csv")
     bench.main(["--tables-from", str(tmp_path / "runs.csv"), "--cross-fit-n-se", "7.5"])
     assert tdshap.cleansing.CROSS_FIT_N_SE == 7.5  # the name cleanse reads when it runs
+
+
+def test_the_paired_table_differences_each_run_against_the_first_method(bench):
+    def row(method, dataset, task, seed, before, after):
+        return {"method": method, "dataset": dataset, "task": task, "seed": seed,
+                "test_before": before, "test_after": after}
+
+    rows = [row("a", "c", "classification", 0, 0.80, 0.82),
+            row("a", "c", "classification", 1, 0.70, 0.70),
+            row("b", "c", "classification", 0, 0.80, 0.85),
+            row("b", "c", "classification", 1, 0.70, 0.74),
+            row("b", "c", "classification", 2, 0.70, 0.99),  # no run of "a" to pair with
+            row("a", "r", "regression", 0, 2.0, 1.0),
+            row("b", "r", "regression", 0, 2.0, 1.5),
+            {"method": "b", "dataset": "r", "task": "regression", "seed": 1, "error": "x"}]
+    table = bench.paired_table(rows)
+    # differences +0.03 and +0.04: mean +0.035, SE 0.005; regression -25% vs -50%: +25.0
+    assert "| b | +0.0350 ± 0.0050 (2) | +25.0 ± — (1) |" in table
+    assert table.splitlines()[0].startswith("| method − a |")

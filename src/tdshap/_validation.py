@@ -403,6 +403,11 @@ def warn_one_class(labels: np.ndarray, what: str = "validation", stacklevel: int
 UNSEEN_CLASSES = "labels include"
 
 
+def listed(values: list[Any], limit: int = 3) -> str:
+    """The first ``limit`` of ``values`` for a message, "..." where there are more."""
+    return ", ".join(repr(v) for v in values[:limit]) + (", ..." if len(values) > limit else "")
+
+
 def unseen_classes(train: np.ndarray, other: np.ndarray) -> tuple[list[Any], list[Any]]:
     """The held-out (``other``) classes no training row has, and every held-out class."""
     known = set(pd.unique(train).tolist())
@@ -419,7 +424,7 @@ def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "valid
     unseen, levels = unseen_classes(train, other)
     if not unseen or len(unseen) == len(levels):
         return
-    shown = ", ".join(repr(v) for v in unseen[:3]) + (", ..." if len(unseen) > 3 else "")
+    shown = listed(unseen)
     n_rows = int(np.isin(other.astype(object), np.asarray(unseen, dtype=object)).sum())
     rows = f"{n_rows} row{'s' if n_rows != 1 else ''}"
     warnings.warn(f"the {what} {UNSEEN_CLASSES} {len(unseen)} class(es) no training row has "

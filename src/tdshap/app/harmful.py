@@ -35,6 +35,7 @@ from tdshap._validation import (
     check_target_not_a_feature,
     check_unique_columns,
     check_unmasked,
+    listed,
     unseen_classes,
     warn_one_class,
     warn_unseen_classes,
@@ -184,12 +185,10 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
     """Held-out labels the training rows never have: none shared is an error, some a warning."""
     unseen, levels = unseen_classes(train, other)
     if unseen and len(unseen) == len(levels):
-        known = pd.unique(train).tolist()
-        shown = ", ".join(repr(v) for v in unseen[:3]) + (", ..." if len(unseen) > 3 else "")
-        theirs = ", ".join(repr(v) for v in sorted(known, key=str)[:3])
-        raise ValueError(f"the {what} labels ({shown}) share no class with the training labels "
-                         f"({theirs}{', ...' if len(known) > 3 else ''}): give {what} rows with "
-                         "the same target column and the same label spelling.")
+        known = sorted(pd.unique(train).tolist(), key=str)
+        raise ValueError(f"the {what} labels ({listed(unseen)}) share no class with the "
+                         f"training labels ({listed(known)}): give {what} rows with the same "
+                         "target column and the same label spelling.")
     warn_unseen_classes(train, other, what, stacklevel=3)
 
 
