@@ -112,3 +112,18 @@ def test_methods_refuse_a_bad_window_without_its_rule(method, name) -> None:
     y = np.arange(20) % 2
     with pytest.raises(ValueError, match=rf"^{name} must be a whole number from 1"):
         method().fit(X, y, X, y)
+
+
+@pytest.mark.parametrize(("method", "match"), [
+    (lambda: TDShap(_TREE, max_iter="abc"), r"^max_iter='abc' must be a whole number"),
+    (lambda: TDShap(_TREE, atol=-1), r"^atol=-1 must be a finite number > 0"),
+    (lambda: TDShap(_TREE, rtol_window=0), r"^rtol_window=0 must be a whole number"),
+    (lambda: TMCShapley(_TREE, max_permutations=0), r"^max_permutations=0 must be a whole"),
+    (lambda: TMCShapley(_TREE, time_budget=True), r"^time_budget=True must be a finite"),
+])
+def test_limits_are_checked_beside_a_stopping_criterion(method, match) -> None:
+    # stopping= replaces the limits, but a bad one was taken silently beside it
+    X = np.arange(20.0).reshape(-1, 1)
+    y = np.arange(20) % 2
+    with pytest.raises(ValueError, match=match):
+        method().set_params(stopping=MaxIterations(1)).fit(X, y, X, y)

@@ -190,6 +190,42 @@ def _positive_finite(value: Any) -> bool:
         isinstance(value, int) or np.isfinite(value)))
 
 
+def check_stopping_limits(
+    *,
+    max_rounds: Any = None,
+    time_budget: Any = None,
+    atol: Any = None,
+    atol_window: Any = 10,
+    rtol: Any = None,
+    rtol_window: Any = 100,
+    rounds_name: str = "max_iter",
+    min_rounds: int = 0,
+) -> None:
+    """Raise ``ValueError`` for a limit :func:`build_stopping` would refuse (its arguments);
+    a method given ``stopping=`` checks its own limits here too, so ``max_iter="abc"`` is
+    refused whether or not the limits are used."""
+    # a deque holds a window: 10**30 was "OverflowError: Python int too large to convert
+    # to C ssize_t". Checked whether or not its rule is on: without atol (or rtol) a
+    # window of -3, "x" or 2.5 was taken silently, and failed only once the rule was set
+    check_number(rtol_window, "rtol_window", low=1, high=MAX_ROUNDS, integer=True)
+    check_number(atol_window, "atol_window", low=1, high=MAX_ROUNDS, integer=True)
+    if rtol is not None:
+        check_number(rtol, "rtol", low=0, hint="Ghorbani & Zou's TMC rule uses rtol=0.05.")
+    if max_rounds is not None:
+        check_number(max_rounds, rounds_name, low=min_rounds, high=MAX_ROUNDS, integer=True,
+                     hint="Or None for no limit on rounds (with time_budget=SECONDS to stop "
+                     "when the time is up).")
+    # True is an int: it was a budget of 1 second, silently
+    # inf passed for a limit and, with max_iter=None, ran forever
+    if time_budget is not None and not _positive_finite(time_budget):
+        raise ValueError(f"time_budget={time_budget!r} must be a finite number of "
+                         "seconds > 0, or None for no limit on time.")
+    # True was a tolerance of 1, and inf stopped at the first check, silently
+    if atol is not None and not _positive_finite(atol):
+        raise ValueError(f"atol={atol!r} must be a finite number > 0 (in units of the "
+                         "metric), or None not to stop on small changes.")
+
+
 def build_stopping(
     *,
     max_rounds: int | None = None,
@@ -222,33 +258,18 @@ def build_stopping(
 
     ``None`` leaves a limit out; at least one must be set.
     """
+    check_stopping_limits(max_rounds=max_rounds, time_budget=time_budget, atol=atol,
+                          atol_window=atol_window, rtol=rtol, rtol_window=rtol_window,
+                          rounds_name=rounds_name, min_rounds=min_rounds)
     parts: list[StoppingCriterion] = []
-    # a deque holds a window: 10**30 was "OverflowError: Python int too large to convert
-    # to C ssize_t". Checked whether or not its rule is on: without atol (or rtol) a
-    # window of -3, "x" or 2.5 was taken silently, and failed only once the rule was set
-    check_number(rtol_window, "rtol_window", low=1, high=MAX_ROUNDS, integer=True)
-    check_number(atol_window, "atol_window", low=1, high=MAX_ROUNDS, integer=True)
     # this order (rtol first, atol last) keeps ``stopped_by`` as each method listed it
     if rtol is not None:
-        check_number(rtol, "rtol", low=0, hint="Ghorbani & Zou's TMC rule uses rtol=0.05.")
         parts.append(MeanRelativeChange(rtol, int(rtol_window)))
     if max_rounds is not None:
-        check_number(max_rounds, rounds_name, low=min_rounds, high=MAX_ROUNDS, integer=True,
-                     hint="Or None for no limit on rounds (with time_budget=SECONDS to stop "
-                     "when the time is up).")
         parts.append(MaxIterations(int(max_rounds)))
     if time_budget is not None:
-        # True is an int: it was a budget of 1 second, silently
-        # inf passed for a limit and, with max_iter=None, ran forever
-        if not _positive_finite(time_budget):
-            raise ValueError(f"time_budget={time_budget!r} must be a finite number of "
-                             "seconds > 0, or None for no limit on time.")
         parts.append(TimeBudget(time_budget))
     if atol is not None:
-        # True was a tolerance of 1, and inf stopped at the first check, silently
-        if not _positive_finite(atol):
-            raise ValueError(f"atol={atol!r} must be a finite number > 0 (in units of the "
-                             "metric), or None not to stop on small changes.")
         parts.append(MaxAbsoluteChange(atol, int(atol_window)))
     if not parts:
         raise ValueError(

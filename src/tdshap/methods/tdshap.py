@@ -18,7 +18,12 @@ from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR, auto_thresholds
 from tdshap.methods.checkpoint.files import CheckpointError, plan_resume
 from tdshap.methods.checkpoint.mixin import CheckpointedValuation
 from tdshap.methods.progress import RunProgress
-from tdshap.methods.stopping import RunStatus, StoppingCriterion, build_stopping
+from tdshap.methods.stopping import (
+    RunStatus,
+    StoppingCriterion,
+    build_stopping,
+    check_stopping_limits,
+)
 from tdshap.methods.tdshap_run import TDShapRun
 from tdshap.result import ValuationResult
 from tdshap.utility.base import Chain, Utility
@@ -208,11 +213,14 @@ class TDShap(CheckpointedValuation):
         self._check_checkpoint_params()
         self.k_, self.n_min_ = self.block_sizes(n)
         check_block_size(n, self.k_, self.n_min_)
+        limits: dict[str, Any] = dict(
+            max_rounds=self.max_iter, time_budget=self.time_budget, atol=self.atol,
+            atol_window=self.atol_window, rtol=self.rtol, rtol_window=self.rtol_window)
         if self.stopping is None:
-            self._stop = build_stopping(
-                max_rounds=self.max_iter, time_budget=self.time_budget, atol=self.atol,
-                atol_window=self.atol_window, rtol=self.rtol, rtol_window=self.rtol_window)
+            self._stop = build_stopping(**limits)
         elif isinstance(self.stopping, StoppingCriterion):
+            # unused beside stopping=, but max_iter="abc" was taken silently
+            check_stopping_limits(**limits)
             self._stop = self.stopping
         else:
             raise ValueError(

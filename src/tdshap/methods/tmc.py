@@ -73,6 +73,7 @@ from tdshap.methods.stopping import (
     RunStatus,
     StoppingCriterion,
     build_stopping,
+    check_stopping_limits,
     leaves,
 )
 from tdshap.utility.base import Chain, Truncation, Utility
@@ -219,17 +220,20 @@ class TMCShapley(CheckpointedValuation):
         self.truncation_ = resolve_truncation(self.truncation)
         check_number(self.batch_size, "batch_size", low=1, integer=True)
         self._check_checkpoint_params()
+        limits: dict[str, Any] = dict(
+            max_rounds=self.max_permutations, time_budget=self.time_budget, atol=self.atol,
+            atol_window=self.atol_window, rtol=self.rtol, rtol_window=self.rtol_window,
+            rounds_name="max_permutations", min_rounds=1)
         if self.stopping is not None:
             if not isinstance(self.stopping, StoppingCriterion):
                 raise ValueError(
                 "stopping must be a tdshap.methods.stopping.StoppingCriterion or None."
             )
+            # unused beside stopping=, but max_permutations="abc" was taken silently
+            check_stopping_limits(**limits)
             self._stop = self.stopping
         else:
-            self._stop = build_stopping(
-                max_rounds=self.max_permutations, time_budget=self.time_budget, atol=self.atol,
-                atol_window=self.atol_window, rtol=self.rtol, rtol_window=self.rtol_window,
-                rounds_name="max_permutations", min_rounds=1)
+            self._stop = build_stopping(**limits)
         rules = [c for c in leaves(self._stop) if isinstance(c, MeanRelativeChange)]
         self._convergence = rules[0] if rules else None
 
