@@ -437,14 +437,18 @@ def test_own_label_adds_each_rows_own_query_to_its_shapley_value(task, queries, 
                                        atol=1e-12)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"own_label": True}, "needs the training rows as queries"),
-    ({"own_label": 1, "queries": "both"}, "own_label=1 must be True or False"),
-])
-def test_own_label_settings_are_explained(kwargs, match):
+def test_own_label_settings_are_explained():
     X, y, Xv, yv = tiny_game(0, "classification")
-    with pytest.raises(ValueError, match=match):
-        KNNShapley(**kwargs).fit(X, y, Xv, yv)
+    with pytest.raises(ValueError, match="needs the training rows as queries"):
+        KNNShapley(own_label=True).fit(X, y, Xv, yv)
+
+
+@pytest.mark.parametrize("value", [1, "no"])
+def test_own_label_is_a_switch_like_every_other(value):
+    # its own check raised ValueError; every other True/False switch raises TypeError
+    X, y, Xv, yv = tiny_game(0, "classification")
+    with pytest.raises(TypeError, match=rf"^own_label={value!r} must be True or False\.$"):
+        KNNShapley(own_label=value, queries="both").fit(X, y, Xv, yv)
 
 
 def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_named():

@@ -326,9 +326,8 @@ class KNNShapley(DirectValuation):
                              "validation rows (Jia et al.), the training rows, or both.")
         training = self.queries in ("training", "both")
         validation = self.queries in ("validation", "both")
-        check_flags(center=self.center)  # "no" was truthy: the targets centred
-        if not isinstance(self.own_label, bool | np.bool_):
-            raise ValueError(f"own_label={self.own_label!r} must be True or False.")
+        # "no" was truthy: the targets centred
+        check_flags(center=self.center, own_label=self.own_label)
         if self.own_label and not training:
             raise ValueError("own_label=True credits each row with its own query: it needs "
                              "the training rows as queries (queries 'training' or 'both').")
