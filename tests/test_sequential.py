@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ from sklearn.linear_model import Ridge
 from sklearn.tree import DecisionTreeRegressor
 
 from tdshap import LeaveOneOut, SequentialRemoval, TDShap, cleanse
+from tdshap.methods import KNNShapley
 
 
 @pytest.fixture
@@ -262,3 +265,29 @@ def test_a_stage_left_rows_of_one_class_still_runs_but_the_callers_rows_are_chec
     assert set(seq.fit(X, y, Xv, yv).order_[:10]) >= {0, 1, 2}  # the minority went first
     with pytest.raises(ValueError, match=r"y holds a single class \(0\)"):
         seq.fit(X, np.zeros(20, int), Xv, yv)
+
+
+@pytest.mark.parametrize("method", [
+    lambda model: TDShap(model, k=2, n_min=0.5, max_iter=2),
+    lambda model: LeaveOneOut(model),
+    lambda model: KNNShapley(n_neighbors=3),
+], ids=["tdshap", "loo", "knn"])
+@pytest.mark.parametrize(("yv", "message"), [
+    (np.zeros(10, int), "the validation rows hold a single class"),
+    (np.array([0, 1, 2] * 3 + [0]), "the validation labels include 1 class"),
+], ids=["one-class", "unseen"])
+def test_held_out_class_warnings_come_once_not_once_a_stage(method, yv, message):
+    # each stage's method warned again of the same validation rows
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(20, 2)), rng.normal(size=(10, 2))
+    y = np.arange(20) % 2
+    seq = SequentialRemoval(method(DecisionTreeClassifier(random_state=0)), step=2,
+                            max_remove=6, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seq.fit(X, y, Xv, yv)
+    held_out = [w for w in caught if str(w.message).startswith(message)]
+    assert seq.n_stages_ == 3 and len(held_out) == 1, [str(w.message) for w in caught]
+    assert held_out[0].filename == __file__  # the user's call of fit, not a stage's

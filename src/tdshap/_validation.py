@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -430,6 +431,16 @@ def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "valid
     warnings.warn(f"the {what} {UNSEEN_CLASSES} {len(unseen)} class(es) no training row has "
                   f"({shown}; {rows}): no model can predict them, so those rows count as "
                   "errors for every model.", UserWarning, stacklevel=stacklevel + 1)
+
+
+@contextmanager
+def held_out_class_warnings_given(what: str = "validation") -> Iterator[None]:
+    """Silence :func:`warn_one_class` and :func:`warn_unseen_classes` of held-out rows
+    the user was warned of already: each further valuation or cut of them repeated it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=f"the {what} {ONE_CLASS}")
+        warnings.filterwarnings("ignore", message=f"the {what} {UNSEEN_CLASSES}")
+        yield
 
 
 def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import reprlib
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,11 @@ from joblib import effective_n_jobs
 from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import (
-    ONE_CLASS,
-    UNSEEN_CLASSES,
     ParameterError,
     check_estimator,
     check_number,
     column_choices,
+    held_out_class_warnings_given,
     picks_columns_by_name,
 )
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
@@ -837,10 +835,8 @@ def execute(p: RunPlan) -> HarmfulRun:
     data, valuer, o = p.data, p.valuer, p.options
     if getattr(valuer, "checkpoint", None) is not None:
         Path(valuer.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # prepare warned of these given rows already (the
-        # valuation and the cut would again)
-        warnings.filterwarnings("ignore", message=f"the validation {ONE_CLASS}")
-        warnings.filterwarnings("ignore", message=f"the validation {UNSEEN_CLASSES}")
+    # prepare warned of these given rows already (the valuation and the cut would again)
+    with held_out_class_warnings_given():
         valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
         result = valuer.result_
         extra = result.extra

@@ -355,8 +355,8 @@ class KNNShapley(DirectValuation):
         self._check_fixed_metric(task, _METRICS)
         if task == "classification" and validation:
             check_shared_classes(ya, yv)
-            warn_one_class(yv)
-            warn_unseen_classes(ya, yv)
+            warn_one_class(yv, stacklevel=2 + self._caller_depth)
+            warn_unseen_classes(ya, yv, stacklevel=2 + self._caller_depth)
         if training and len(ya) < 2:
             raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
                              "row is valued by what it does to the others.")

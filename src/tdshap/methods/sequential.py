@@ -32,7 +32,13 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from tdshap._validation import check_data, check_flags, check_number, check_random_state
+from tdshap._validation import (
+    check_data,
+    check_flags,
+    check_number,
+    check_random_state,
+    held_out_class_warnings_given,
+)
 from tdshap.methods.base import seed_of
 from tdshap.methods.checkpoint.files import CheckpointError, data_fingerprint, plan_resume
 from tdshap.methods.checkpoint.mixin import Checkpointing
@@ -41,6 +47,9 @@ from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
 
+#: the frames from the user's call to a stage's fit (fit, then _stage or _fit_loo_k): the
+#: stage's warnings of the user's validation rows point at the user's line
+_STAGE_DEPTH = 2
 
 class SequentialRemoval(Checkpointing, BaseEstimator):
     """Rank rows by repeated valuation and removal (see the module docstring).
@@ -165,8 +174,15 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         start = time.perf_counter() - run.elapsed
         bar = RunProgress(self.progress, desc=f"sequential {self.method.__class__.__name__}")
         try:
+            first = True
             while run.done < max_remove:
-                self._stage(run, Xa, ya, Xv, yv, min(int(self.step), max_remove - run.done))
+                take = min(int(self.step), max_remove - run.done)
+                if first:  # its method warns of the validation rows; the later ones would again
+                    self._stage(run, Xa, ya, Xv, yv, take, caller_depth=_STAGE_DEPTH)
+                    first = False
+                else:
+                    with held_out_class_warnings_given():
+                        self._stage(run, Xa, ya, Xv, yv, take)
                 run.elapsed = time.perf_counter() - start
                 if saver is not None:
                     saver.write({**run.meta(), "finished": run.done >= max_remove}, run.arrays())
@@ -196,6 +212,7 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
 
     def _fit_loo_k(self, loo: LeaveOneOut, X: Any, y: Any, X_val: Any,
                    y_val: Any) -> SequentialRemoval:
+        loo._caller_depth = _STAGE_DEPTH  # a clone: the user's method is left as given
         inner = loo.fit(X, y, X_val, y_val).result_
         self.values_, self.order_ = inner.values, loo.order_
         self.n_stages_ = int(inner.extra["rounds"])
@@ -210,10 +227,12 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         return self
 
     def _stage(self, run: _SequentialRun, X: np.ndarray, y: np.ndarray, X_val: np.ndarray,
-               y_val: np.ndarray, take: int) -> None:
-        """Value the rows that remain with a clone of ``method``; remove its ``take`` lowest."""
+               y_val: np.ndarray, take: int, caller_depth: int = 0) -> None:
+        """Value the rows that remain with a clone of ``method``; remove its ``take`` lowest.
+        ``caller_depth``: the frames from the user's call to the stage's fit (its warnings')."""
         remaining = np.sort(run.rest)
         stage = clone(self.method)
+        stage._caller_depth = caller_depth
         stage._uniform_target_ok = run.done > 0  # the caller's rows are checked, not what is left
         if "random_state" in stage.get_params():
             stage.set_params(random_state=int(run.rng.integers(2**31 - 1)))
