@@ -637,6 +637,9 @@ METHODS: dict[str, Method] = {
                                    "100)"),
     "find_harmful-bags400": Method(_with_setting("TDOOB_BAGS", 400), "find_harmful with "
                                    "thresholding Data-OOB fitting 400 bags"),
+    "find_harmful-noclip": Method(_with_setting("QUERY_CLIP", None), "find_harmful with "
+                                  "a regressor's training queries' targets as given (before "
+                                  "session 29: no query_clip)"),
     "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL), "find_harmful with exact "
                                "k-NN Shapley's own_label wherever it takes exact k-NN "
                                "Shapley (each row's own query counts for it)"),

@@ -369,6 +369,7 @@ def test_find_harmful_values_a_regressor_by_a_knn_regressor_proxy_on_the_trainin
     from sklearn.tree import DecisionTreeRegressor
 
     from tdshap import find_harmful
+    from tdshap.app import valuer
     from tdshap.app.report import method_label, text_report
 
     rng = np.random.default_rng(0)
@@ -384,10 +385,12 @@ def test_find_harmful_values_a_regressor_by_a_knn_regressor_proxy_on_the_trainin
                         random_state=0)
     run = rows.run
     # the 5-NN regressor of the standardised rows on the training rows alone: its values
-    # never saw the validation rows
+    # never saw the validation rows; the queries' targets clipped as find_harmful's default
     scaler = StandardScaler().fit(X[:200])
-    alone = KNNShapley(KNeighborsRegressor(5), queries="training").fit(
-        scaler.transform(X[:200]), y_train)
+    assert valuer.QUERY_CLIP is not None
+    alone = KNNShapley(KNeighborsRegressor(5), queries="training",
+                       query_clip=valuer.QUERY_CLIP).fit(scaler.transform(X[:200]), y_train)
+    assert run.result.extra["query_clip"] == valuer.QUERY_CLIP
     np.testing.assert_allclose(run.result.values, alone.values_, atol=1e-12)
     assert run.result.extra["validation_free"]
     assert np.isin(np.argsort(run.result.values)[:20], shifted).mean() >= 0.8
@@ -449,6 +452,77 @@ def test_own_label_is_a_switch_like_every_other(value):
     X, y, Xv, yv = tiny_game(0, "classification")
     with pytest.raises(TypeError, match=rf"^own_label={value!r} must be True or False\.$"):
         KNNShapley(own_label=value, queries="both").fit(X, y, Xv, yv)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("k", [1, 3])
+def test_query_clip_is_the_training_queries_game_with_clipped_query_targets(seed, k):
+    X, y, _, _ = tiny_game(seed, "regression")
+    y[2] += 40.0  # an outlier target: its query's game is the one clipped
+    middle = np.median(y)
+    spread = 1.4826 * np.median(np.abs(y - middle))
+    clipped = np.clip(y, middle - 1.5 * spread, middle + 1.5 * spread)
+    assert clipped[2] < y[2]  # the setting changes something
+    games = [knn_utility(X, y, X[j:j + 1], clipped[j:j + 1], k, "regression")
+             for j in range(len(y))]
+
+    def u(subset):  # the rows keep their targets as neighbours; only the queries' change
+        return np.mean([g(tuple(i for i in subset if i != j)) for j, g in enumerate(games)])
+
+    exact, _ = exact_shapley(u, len(y))
+    kw = dict(n_neighbors=k, task="regression", center=False, queries="training")
+    got = KNNShapley(**kw, query_clip=1.5).fit(X, y).result_
+    np.testing.assert_allclose(got.values, exact, atol=1e-12)
+    assert got.extra["query_clip"] == 1.5
+    # a width beyond every target clips nothing: the exact values as before
+    wide = KNNShapley(**kw, query_clip=1e6).fit(X, y).values_
+    np.testing.assert_allclose(wide, KNNShapley(**kw).fit(X, y).values_, atol=1e-12)
+
+
+def test_find_harmful_clips_a_regressors_queries_and_not_a_classifiers():
+    from tdshap import find_harmful
+    from tdshap.app import valuer
+    from tdshap.app.report import text_report
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=120)
+    y[:6] += 10.0  # far-off targets: clipped as queries
+    run = find_harmful(X[:80], y[:80], KNeighborsRegressor(5), X_val=X[80:], y_val=y[80:],
+                       cleanse=False, random_state=0).run
+    assert run.result.extra["query_clip"] == valuer.QUERY_CLIP
+    assert f"targets clipped at {valuer.QUERY_CLIP:g} robust SD" in text_report(run)
+    exact = KNNShapley(KNeighborsRegressor(5), queries="training")
+    scaled = StandardScaler().fit_transform(X[:80])  # as find_harmful gives a k-NN its rows
+    clipped = exact.set_params(query_clip=valuer.QUERY_CLIP).fit(scaled, y[:80]).values_
+    np.testing.assert_allclose(run.result.values, clipped, atol=1e-12)
+    given = exact.set_params(query_clip=None).fit(scaled, y[:80]).values_
+    assert not np.allclose(run.result.values, given)
+    labels = (y > 0).astype(int)
+    run = find_harmful(X[:80], labels[:80], KNeighborsClassifier(5), X_val=X[80:],
+                       y_val=labels[80:], cleanse=False, random_state=0).run
+    assert "query_clip" not in run.result.extra
+
+
+def test_query_clip_uses_the_spread_where_most_targets_are_equal():
+    X, y, _, _ = tiny_game(0, "regression")
+    y[:5] = 1.0  # more than half equal: a median absolute deviation of 0
+    kw = dict(n_neighbors=2, task="regression", queries="training")
+    clipped = KNNShapley(**kw, query_clip=1.0).fit(X, y).values_
+    assert np.isfinite(clipped).all()
+    assert not np.allclose(clipped, KNNShapley(**kw, query_clip=1e-9).fit(X, y).values_)
+
+
+@pytest.mark.parametrize(("kwargs", "task", "match"), [
+    ({"query_clip": 3.0}, "regression", "needs queries 'training' or 'both'"),
+    ({"query_clip": -1.0, "queries": "training"}, "regression", "query_clip=-1.0 must be"),
+    ({"query_clip": "3", "queries": "training"}, "regression", "query_clip='3' must be"),
+    ({"query_clip": 3.0, "queries": "training"}, "classification", "is for regression"),
+])
+def test_query_clip_settings_are_explained(kwargs, task, match):
+    X, y, Xv, yv = tiny_game(0, task)
+    with pytest.raises(ValueError, match=match):
+        KNNShapley(task=task, **kwargs).fit(X, y, Xv, yv)
 
 
 def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_named():

@@ -89,6 +89,9 @@ def certainty_line(run: HarmfulRun) -> str:
         both = r.extra.get("queries") == "both"
         queried = ("half for the other training rows, half for the validation rows"
                    if both else f"for the other {len(r) - 1:,}")
+        if r.extra.get("query_clip") is not None:  # a far-off target blames its neighbours less
+            queried += (f", their targets clipped at {r.extra['query_clip']:g} robust SD "
+                        "around the median")
         return (f"the values are exact for these rows (each row's mean effect on what {knn} "
                 f"predicts, {queried}); {sure} of the flagged rows stay "
                 f"below tau across the whole {100 * r.confidence:g}% interval of that mean "

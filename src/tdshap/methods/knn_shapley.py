@@ -74,6 +74,14 @@ The training rows as queries (``queries="training"``)
     more of a real noisy target, so ``find_harmful`` does not use it (docs/benchmarks.md,
     "A row's own query").
 
+    With ``query_clip=c`` (regression) each row's target, as the target of its own
+    query, is first clipped to ``c`` robust standard deviations (1.4826 x the median
+    absolute deviation) of the training targets around their median; as a neighbour the
+    row keeps its target. A far-off target, planted noise or a heavy tail, then still
+    lowers its neighbours' predictions of their targets, but as a query it no longer
+    blames its right neighbours, by the square of its error, for not predicting it. The
+    values are the exact Shapley values of that game (the tests enumerate it).
+
 Both (``queries="both"``)
     ``U(S) = ½ (1/N) Σ_j U_j(S \\ {j}) + ½ (1/M) Σ_v U_v(S)``: the training
     rows' game above and the validation rows' (Jia et al.), weighing equally,
@@ -263,6 +271,12 @@ class KNNShapley(DirectValuation):
         With training queries (``"training"`` or ``"both"``): each row's own
         query adds its k-NN's support for the row's label (see the module
         docstring); ``False``: exact Shapley values.
+    query_clip:
+        Regression with training queries: each training row's target, as the
+        target of its own query, is first clipped to this many robust standard
+        deviations (1.4826 x the median absolute deviation) of the training
+        targets around their median (see the module docstring); the rows'
+        targets as neighbours are not changed. ``None``: the targets as given.
     random_state:
         Accepted for a common interface; the values are exact and
         deterministic.
@@ -295,6 +309,7 @@ class KNNShapley(DirectValuation):
         random_state: Any = None,
         progress: bool = False,
         own_label: bool = False,
+        query_clip: float | None = None,
     ) -> None:
         self.estimator = estimator
         self.metric = metric
@@ -308,6 +323,7 @@ class KNNShapley(DirectValuation):
         self.random_state = random_state
         self.progress = progress
         self.own_label = own_label
+        self.query_clip = query_clip
 
     def _resolve_k(self) -> int:
         if self.n_neighbors is not None:
@@ -328,6 +344,12 @@ class KNNShapley(DirectValuation):
         validation = self.queries in ("validation", "both")
         # "no" was truthy: the targets centred
         check_flags(center=self.center, own_label=self.own_label)
+        if self.query_clip is not None:
+            check_number(self.query_clip, "query_clip", low=0.0, hint="It is a number of "
+                         "robust standard deviations, e.g. 3; None clips nothing.")
+            if not training:
+                raise ValueError("query_clip clips the training rows' targets as queries: it "
+                                 "needs queries 'training' or 'both' (or query_clip=None).")
         if self.own_label and not training:
             raise ValueError("own_label=True credits each row with its own query: it needs "
                              "the training rows as queries (queries 'training' or 'both').")
@@ -378,7 +400,14 @@ class KNNShapley(DirectValuation):
                                  "queries": self.queries, "own_label": bool(self.own_label)}
         modes = []  # (value sums per group of queries, squares, queries per group)
         if training:
-            modes.append(self._sums(Xa, ya, Xa, ya, k, task, np.zeros(n, dtype=np.int64), 1,
+            yq = ya
+            if self.query_clip is not None:
+                if task != "regression":
+                    raise ValueError("query_clip is for regression targets; a class label "
+                                     "cannot be clipped: give query_clip=None.")
+                yq = clipped_targets(ya, float(self.query_clip))
+                extra.update(query_clip=float(self.query_clip))
+            modes.append(self._sums(Xa, ya, Xa, yq, k, task, np.zeros(n, dtype=np.int64), 1,
                                     own=True, spread=True, own_label=bool(self.own_label)))
         folds = np.zeros(len(yv), dtype=np.int64)
         n_folds = 1
@@ -477,6 +506,15 @@ class KNNShapley(DirectValuation):
             phi = (2 * t * linear_knn_shapley(w, k) - linear_knn_shapley(w * w, k) / k
                    - 2 * pair_knn_shapley(w, k) / k**2)
         return order, phi
+
+
+def clipped_targets(y: np.ndarray, width: float) -> np.ndarray:
+    """``y`` clipped to ``width`` robust standard deviations around its median: 1.4826 x
+    the median absolute deviation (the standard deviation for normal targets, unmoved by a
+    few outliers); the standard deviation where more than half the targets are equal."""
+    middle = float(np.median(y))
+    spread = 1.4826 * float(np.median(np.abs(y - middle))) or float(np.std(y))
+    return np.clip(y, middle - width * spread, middle + width * spread)
 
 
 def own_label_support(nearest: np.ndarray, y: np.ndarray, rows: np.ndarray, k: int,

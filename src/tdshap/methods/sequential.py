@@ -51,6 +51,7 @@ from tdshap.result import ValuationResult
 #: stage's warnings of the user's validation rows point at the user's line
 _STAGE_DEPTH = 2
 
+
 class SequentialRemoval(Checkpointing, BaseEstimator):
     """Rank rows by repeated valuation and removal (see the module docstring).
 
