@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -431,6 +433,17 @@ def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "valid
     warnings.warn(f"the {what} {UNSEEN_CLASSES} {len(unseen)} class(es) no training row has "
                   f"({shown}; {rows}): no model can predict them, so those rows count as "
                   "errors for every model.", UserWarning, stacklevel=stacklevel + 1)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn``, called by this function's caller, that
+    points at the first frame outside tdshap: the user's line, from whatever depth of the
+    library the warning comes."""
+    level = 2
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "tdshap":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @contextmanager

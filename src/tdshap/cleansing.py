@@ -75,6 +75,7 @@ from tdshap.utility.base import (
     describe_error,
     fallback_model,
     random_state_params,
+    warn_rows_break_the_model,
 )
 from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
@@ -396,6 +397,7 @@ def cleanse(
                           n_jobs)
     one_class = 0
     full_model: Any = None
+    full_error: str | None = None
     # models already fitted, by the rows they leave out: a fold of the cross-fit that
     # flags exactly the eligible rows needs no fit of its own
     fitted_without: dict[bytes, Any] = {}
@@ -418,6 +420,8 @@ def cleanse(
                 raise
             failed += 1
             first_error = first_error or describe_error(err)
+            if n_remove == 0:
+                full_error = describe_error(err)
             model = fallback_model(ya[np.sort(order[n_remove:])], classes)
             val_score, pred, test_score = scored(model)
         val_scores[i] = val_score
@@ -445,6 +449,9 @@ def cleanse(
             test_scores[i] = test_score
     check_some_fit_worked(failed, len(grid) - failed, first_error, "the cleansing curve",
                           lambda: float32_fix(first_error, Xa, Xv))
+    # the curve's first point is the model on all rows: the score it starts from
+    warn_rows_break_the_model(failed, len(grid), full_error, len(ya), "the cleansing curve",
+                              lambda: float32_fix(full_error, Xa, Xv))
     boot = None
     stacked = np.stack(predictions) if predictions else None
     if idx is not None and stacked is not None:

@@ -29,7 +29,7 @@ cross-fitted (:mod:`tdshap.cross_fit`), gained more (accuracy +0.0107 vs +0.0084
 exact k-NN Shapley +0.0115, which lowers more runs: docs/benchmarks.md). With
 the validation rows among a regressor's queries the cut removed 11% of clean
 ``make_friedman1`` rows (2% with the training rows) for a slightly smaller gain, so
-regressors keep the training rows. The
+regressors keep the training rows, each target clipped as a query (:data:`QUERY_CLIP`). The
 cost grows as N² log N, so larger sets (or ``neighbor_search="approximate"``)
 keep thresholding Data-OOB.
 

@@ -25,7 +25,14 @@ from tdshap._validation import (
     warn_unseen_classes,
 )
 from tdshap.result import ValuationResult
-from tdshap.utility.base import SEED_MODES, Chain, Utility, check_some_fit_worked
+from tdshap.utility.base import (
+    SEED_MODES,
+    Chain,
+    Utility,
+    check_some_fit_worked,
+    full_fit_error,
+    warn_rows_break_the_model,
+)
 from tdshap.utility.fast import make_utility
 from tdshap.utility.metrics import default_metric
 from tdshap.utility.parallel import Executor, make_executor
@@ -170,6 +177,13 @@ class BaseValuation(BaseEstimator):
                               lambda: float32_fix(first_error, getattr(utility, "X", None),
                                                   getattr(utility, "X_val", None))
                               or utility.too_few_rows())
+        failed = int(stats.get("n_failed_fits", 0))
+        if failed:  # one more fit, on this path only: do the user's rows break the model?
+            warn_rows_break_the_model(
+                failed, int(stats["n_fits"]),
+                full_fit_error(utility.estimator, utility.X, utility.y), len(utility.y),
+                f"this {self.algorithm} run",
+                lambda: float32_fix(first_error, utility.X, utility.X_val))
         counted = ("n_fits", "n_evaluations", "fit_seconds")
         extra = {"fast_path": None, **{k: v for k, v in stats.items() if k not in counted}}
         extra.update(kwargs.pop("extra", {}))

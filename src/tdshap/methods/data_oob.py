@@ -34,7 +34,9 @@ from tdshap.utility.base import (
     check_some_fit_worked,
     describe_error,
     fallback_model,
+    full_fit_error,
     random_state_params,
+    warn_rows_break_the_model,
 )
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.fast.base import one_thread_if_small
@@ -253,6 +255,10 @@ class DataOOB(DirectValuation):
         check_some_fit_worked(len(errors), len(bags) - fallbacks,
                               errors[0] if errors else None, "this data_oob run",
                               lambda: float32_fix(errors[0] if errors else None, Xa))
+        if errors:
+            warn_rows_break_the_model(len(errors), len(bags), full_fit_error(
+                self.estimator, Xa, ya), len(ya), "this data_oob run",
+                lambda: float32_fix(errors[0], Xa))
         self._finish(values=values, counts=counts, variances=np.maximum(variances, 0.0),
                      n_fits=len(bags) - fallbacks,
                      extra={"task": task, "n_estimators": int(self.n_estimators),

@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, Self
@@ -47,7 +48,12 @@ from typing import Any, ClassVar, Literal, Protocol, Self
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
 
-from tdshap._validation import check_estimator, check_random_state, shown
+from tdshap._validation import (
+    check_estimator,
+    check_random_state,
+    shown,
+    user_stacklevel,
+)
 from tdshap.utility.metrics import MetricSpec, check_metric_for_model, resolve_metric
 
 OnError = Literal["raise", "fallback"]
@@ -293,6 +299,40 @@ def check_some_fit_worked(failed: int, scored: int, first_error: str | None, wha
             f"the estimator failed on every one of its {failed:,} fits in {what} (the first "
             f"error: {first_error or 'not recorded'}), so every score would be the fallback's "
             f"constant prediction, not the estimator's: {fix}.")
+
+
+#: how the warning of a run whose estimator cannot fit the training rows begins
+ROWS_BREAK_THE_MODEL = "the estimator fails on all"
+
+
+def full_fit_error(estimator: Any, X: np.ndarray, y: np.ndarray) -> str | None:
+    """:func:`describe_error` of ``estimator`` fitted on all of ``(X, y)``; None: it fits."""
+    try:
+        clone(estimator).fit(X, y)
+    except Exception as err:
+        return describe_error(err)
+    return None
+
+
+def warn_rows_break_the_model(failed: int, fits: int, full_error: str | None, n_rows: int,
+                              what: str, data_fix: Callable[[], str | None] | None = None
+                              ) -> None:
+    """Warn, once a run, that ``failed`` of ``fits`` fits raised and the estimator fails on
+    all ``n_rows`` training rows too (``full_error``; None: it fits them, so the failures
+    were of small subsets, of one class or too few rows, which the fallback stands for by
+    design). Then rows among them break the model (a feature past float32 for a tree):
+    the subsets that hold them were scored as the fallback's constant prediction, and the
+    numbers mix that in, which went unsaid while some fits worked."""
+    if not (0 < failed < fits) or full_error is None:
+        return
+    fix = (data_fix() if data_fix is not None else None) or (
+        "find and fix the rows that break it, or the estimator (on_error='raise' shows the "
+        "error where it happens)")
+    warnings.warn(
+        f"{ROWS_BREAK_THE_MODEL} {n_rows:,} training rows ({full_error}) and on {failed:,} "
+        f"of {fits:,} fits in {what}: the subsets holding the rows that break it were "
+        f"scored as the fallback's constant prediction, so the numbers mix that in; {fix}.",
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def _check_arrays(estimator: Any, X: Any, y: Any, X_val: Any, y_val: Any) -> None:
