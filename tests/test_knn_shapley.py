@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -552,6 +554,15 @@ def test_regression_targets_too_large_to_square_are_refused() -> None:
         with pytest.raises(ValueError, match=r"y \(with y_val\) has values too large to "
                            r"square \(up to .*e\+2\d\d\): rescale it"):
             KNNShapley(KNeighborsRegressor(n_neighbors=3)).fit(X, big_y, X_val, big_val)
-    values = KNNShapley(KNeighborsRegressor(n_neighbors=3)).fit(X, y * 1e100, X_val,
-                                                                 y_val * 1e100).values_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow of the unused spread said nothing
+        values = KNNShapley(KNeighborsRegressor(n_neighbors=3)).fit(X, y * 1e100, X_val,
+                                                                     y_val * 1e100).values_
     assert np.isfinite(values).all()  # large but squarable: valued as before
+    # the training queries' values are squared again for their spread: NaN variances (and
+    # rows called credibly harmful on them) before
+    with pytest.raises(ValueError, match="too large to square"):
+        KNNShapley(KNeighborsRegressor(n_neighbors=3), queries="training").fit(X, y * 1e100)
+    result = KNNShapley(KNeighborsRegressor(n_neighbors=3), queries="both").fit(
+        X, y * 1e60, X_val, y_val * 1e60).result_
+    assert np.isfinite(result.values).all() and np.isfinite(result.variances).all()

@@ -99,14 +99,16 @@ def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
                          "column has its own name.")
 
 
-def check_squarable(values: np.ndarray, what: str, n_terms: int | None = None) -> None:
+def check_squarable(values: np.ndarray, what: str, n_terms: int | None = None,
+                    power: int = 2) -> None:
     """Refuse regression targets too large to square and sum: the largest error of a
     prediction is twice the largest ``|y|``, and its square summed over ``n_terms`` rows
     (default: one per value; neg_mse, the k-NN values) must not overflow, or the values
-    are NaN, silently."""
+    are NaN, silently. ``power`` 4: the squares of values that are squares themselves
+    (the k-NN values' spread over queries) must not either."""
     largest = float(np.abs(values).max(initial=0.0))
     n = len(values) if n_terms is None else n_terms
-    if largest > np.sqrt(np.finfo(float).max / max(n, 1)) / 2:
+    if largest > (np.finfo(float).max / max(n, 1)) ** (1 / power) / 2:
         raise ValueError(f"{what} has values too large to square (up to {largest:.3g}): "
                          "rescale it, e.g. to other units or a logarithm.")
 

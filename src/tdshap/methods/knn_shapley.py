@@ -386,9 +386,10 @@ class KNNShapley(DirectValuation):
         if task == "regression":
             if ya.dtype.kind not in "biuf" or yv.dtype.kind not in "biuf":
                 raise ValueError("regression needs numeric targets in y and y_val.")
-            # each query's squared errors are summed over the training rows
+            # each query's squared errors are summed over the training rows; with training
+            # queries the values' squares too, for their spread (else NaN variances)
             check_squarable(np.concatenate([ya, yv]).astype(float), "y (with y_val)",
-                            len(ya) + len(yv))
+                            len(ya) + len(yv), power=4 if training else 2)
             shift = float(np.mean(ya)) if self.center else 0.0
             ya, yv = ya.astype(float) - shift, yv.astype(float) - shift
         if self.batch_size is not None:
@@ -581,7 +582,10 @@ def _mix(modes: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple[np.ndarray, n
     """
     w = 1.0 / len(modes)
     values = sum(w * t / m for t, _, m in modes)
-    spread = sum(w * w * np.maximum(q / m - (t / m) ** 2, 0.0) / max(m - 1, 1)
-                 for t, q, m in modes)
+    # validation queries alone keep no squares (their spread is unused): a value's square
+    # may overflow there, to a spread of 0
+    with np.errstate(over="ignore"):
+        spread = sum(w * w * np.maximum(q / m - (t / m) ** 2, 0.0) / max(m - 1, 1)
+                     for t, q, m in modes)
     count = sum(m for _, _, m in modes)
     return np.asarray(values, dtype=float), np.asarray(spread) * count, int(count)
