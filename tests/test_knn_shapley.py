@@ -461,9 +461,14 @@ def test_own_label_is_a_switch_like_every_other(value):
 def test_query_clip_is_the_training_queries_game_with_clipped_query_targets(seed, k):
     X, y, _, _ = tiny_game(seed, "regression")
     y[2] += 40.0  # an outlier target: its query's game is the one clipped
-    middle = np.median(y)
-    spread = 1.4826 * np.median(np.abs(y - middle))
-    clipped = np.clip(y, middle - 1.5 * spread, middle + 1.5 * spread)
+    d = cdist(X, X, "sqeuclidean")
+    others = [np.array([i for i in range(len(y)) if i != j]) for j in range(len(y))]
+    # each row's k-NN prediction by the others (ties by position; the sum over k)
+    predicted = np.array([y[o[np.lexsort((o, d[j, o]))][:k]].sum() / k
+                          for j, o in enumerate(others)])
+    residuals = y - predicted
+    spread = 1.4826 * np.median(np.abs(residuals - np.median(residuals)))
+    clipped = predicted + np.clip(residuals, -1.5 * spread, 1.5 * spread)
     assert clipped[2] < y[2]  # the setting changes something
     games = [knn_utility(X, y, X[j:j + 1], clipped[j:j + 1], k, "regression")
              for j in range(len(y))]
@@ -476,6 +481,8 @@ def test_query_clip_is_the_training_queries_game_with_clipped_query_targets(seed
     got = KNNShapley(**kw, query_clip=1.5).fit(X, y).result_
     np.testing.assert_allclose(got.values, exact, atol=1e-12)
     assert got.extra["query_clip"] == 1.5
+    chunked = KNNShapley(**kw, query_clip=1.5, batch_size=2).fit(X, y).values_
+    np.testing.assert_allclose(chunked, got.values, atol=1e-12)
     # a width beyond every target clips nothing: the exact values as before
     wide = KNNShapley(**kw, query_clip=1e6).fit(X, y).values_
     np.testing.assert_allclose(wide, KNNShapley(**kw).fit(X, y).values_, atol=1e-12)

@@ -75,12 +75,13 @@ The training rows as queries (``queries="training"``)
     "A row's own query").
 
     With ``query_clip=c`` (regression) each row's target, as the target of its own
-    query, is first clipped to ``c`` robust standard deviations (1.4826 x the median
-    absolute deviation) of the training targets around their median; as a neighbour the
-    row keeps its target. A far-off target, planted noise or a heavy tail, then still
-    lowers its neighbours' predictions of their targets, but as a query it no longer
-    blames its right neighbours, by the square of its error, for not predicting it. The
-    values are the exact Shapley values of that game (the tests enumerate it).
+    query, is first moved to within ``c`` robust standard deviations of what its K
+    nearest other rows predict (the residuals' 1.4826 x median absolute deviation over
+    all rows); as a neighbour the row keeps its target. A far-off target, planted noise
+    or a heavy tail, then still lowers its neighbours' predictions of their targets, but
+    as a query it no longer blames its right neighbours, by the square of its error, for
+    not predicting it. The values are the exact Shapley values of that game (the tests
+    enumerate it).
 
 Both (``queries="both"``)
     ``U(S) = ½ (1/N) Σ_j U_j(S \\ {j}) + ½ (1/M) Σ_v U_v(S)``: the training
@@ -273,10 +274,10 @@ class KNNShapley(DirectValuation):
         docstring); ``False``: exact Shapley values.
     query_clip:
         Regression with training queries: each training row's target, as the
-        target of its own query, is first clipped to this many robust standard
-        deviations (1.4826 x the median absolute deviation) of the training
-        targets around their median (see the module docstring); the rows'
-        targets as neighbours are not changed. ``None``: the targets as given.
+        target of its own query, is first moved to within this many robust
+        standard deviations of what its K nearest other rows predict (see the
+        module docstring); the rows' targets as neighbours are not changed.
+        ``None``: the targets as given.
     random_state:
         Accepted for a common interface; the values are exact and
         deterministic.
@@ -406,7 +407,7 @@ class KNNShapley(DirectValuation):
                 if task != "regression":
                     raise ValueError("query_clip is for regression targets; a class label "
                                      "cannot be clipped: give query_clip=None.")
-                yq = clipped_targets(ya, float(self.query_clip))
+                yq = clipped_targets(ya, self._others_predict(Xa, ya, k), float(self.query_clip))
                 extra.update(query_clip=float(self.query_clip))
             modes.append(self._sums(Xa, ya, Xa, yq, k, task, np.zeros(n, dtype=np.int64), 1,
                                     own=True, spread=True, own_label=bool(self.own_label)))
@@ -481,6 +482,19 @@ class KNNShapley(DirectValuation):
         return (total.reshape(n_groups, n), squares,
                 np.bincount(groups, minlength=n_groups))
 
+    def _others_predict(self, Xa: np.ndarray, ya: np.ndarray, k: int) -> np.ndarray:
+        """Each training row's k-NN prediction by its ``k`` nearest other rows (ties by row
+        position; the sum over K, as the utility's), in chunks as :meth:`_sums`."""
+        n = len(ya)
+        chunk = int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
+        predicted = np.empty(n)
+        for lo in range(0, n, chunk):
+            rows = np.arange(lo, min(lo + chunk, n))
+            dist = squared_distances(Xa[rows], Xa)
+            dist[np.arange(len(rows)), rows] = np.inf  # last in the order, then dropped
+            predicted[rows] = ya[_rank(dist)[:, :-1][:, :k]].sum(axis=1) / k
+        return predicted
+
     @staticmethod
     def _chunk(X: np.ndarray, y: np.ndarray, Xv: np.ndarray, yv: np.ndarray, k: int,
                task: str, own: np.ndarray | None = None, dist: np.ndarray | None = None
@@ -509,13 +523,17 @@ class KNNShapley(DirectValuation):
         return order, phi
 
 
-def clipped_targets(y: np.ndarray, width: float) -> np.ndarray:
-    """``y`` clipped to ``width`` robust standard deviations around its median: 1.4826 x
-    the median absolute deviation (the standard deviation for normal targets, unmoved by a
-    few outliers); the standard deviation where more than half the targets are equal."""
-    middle = float(np.median(y))
-    spread = 1.4826 * float(np.median(np.abs(y - middle))) or float(np.std(y))
-    return np.clip(y, middle - width * spread, middle + width * spread)
+def clipped_targets(y: np.ndarray, predicted: np.ndarray, width: float) -> np.ndarray:
+    """``y`` moved to within ``width`` robust standard deviations of ``predicted`` (each
+    row's k-NN prediction by the other rows): the residuals clipped at ``width`` x 1.4826 x
+    their median absolute deviation (the standard deviation for normal residuals, unmoved
+    by a few outliers; their standard deviation where more than half are equal). Around
+    the prediction, not the targets' median: a skewed target's long tail is no outlier
+    where its neighbours share it."""
+    residuals = y - predicted
+    spread = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals)))) \
+        or float(np.std(residuals))
+    return predicted + np.clip(residuals, -width * spread, width * spread)
 
 
 def own_label_support(nearest: np.ndarray, y: np.ndarray, rows: np.ndarray, k: int,
