@@ -527,6 +527,19 @@ def test_query_clip_settings_are_explained(kwargs, task, match):
         KNNShapley(task=task, **kwargs).fit(X, y, Xv, yv)
 
 
+
+def test_query_clip_on_whole_number_targets_read_as_classes_says_to_give_the_task():
+    # counts (or 1e70s) with no task and no estimator are read as classes: the message said
+    # only to drop the clip, not that the task was the fix
+    X, y, _, _ = tiny_game(0, "regression")
+    counts = np.round(np.abs(y) * 4)
+    with pytest.raises(ValueError, match="read as class labels; give task='regression'"):
+        KNNShapley(queries="training", query_clip=3.0).fit(X, counts)
+    assert np.isfinite(KNNShapley(queries="training", query_clip=3.0, task="regression")
+                       .fit(X, counts).values_).all()
+    with pytest.raises(ValueError, match=r"cannot be clipped: give query_clip=None\.$"):
+        KNNShapley(KNeighborsClassifier(2), queries="training", query_clip=3.0).fit(X, counts)
+
 def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_named():
     # a OneHotEncoder's sparse output ended in numpy's "setting an array element with a
     # sequence" (find_harmful's too); a category the encoder never saw in scikit-learn's

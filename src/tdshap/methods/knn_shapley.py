@@ -404,8 +404,15 @@ class KNNShapley(DirectValuation):
             yq = ya
             if self.query_clip is not None:
                 if task != "regression":
+                    # whole-number targets (counts, 1e70) are read as classes when nothing
+                    # says the task: the fix is then the task, not dropping the clip
+                    read = self.task is None and self.estimator is None
                     raise ValueError("query_clip is for regression targets; a class label "
-                                     "cannot be clipped: give query_clip=None.")
+                                     "cannot be clipped: " + (
+                                         "y holds whole numbers, read as class labels; give "
+                                         "task='regression' if it is a quantity, or "
+                                         "query_clip=None." if read else
+                                         "give query_clip=None."))
                 yq = clipped_targets(ya, float(self.query_clip))
                 extra.update(query_clip=float(self.query_clip))
             modes.append(self._sums(Xa, ya, Xa, yq, k, task, np.zeros(n, dtype=np.int64), 1,
