@@ -534,6 +534,30 @@ def test_query_clip_settings_are_explained(kwargs, task, match):
         KNNShapley(task=task, **kwargs).fit(X, y, Xv, yv)
 
 
+
+def test_query_clip_on_whole_number_targets_read_as_classes_says_to_give_the_task():
+    # counts (or 1e70s) with no task and no estimator are read as classes: the message said
+    # only to drop the clip, not that the task was the fix
+    X, y, _, _ = tiny_game(0, "regression")
+    counts = np.round(np.abs(y) * 4)
+    with pytest.raises(ValueError, match="read as class labels; give task='regression'"):
+        KNNShapley(queries="training", query_clip=3.0).fit(X, counts)
+    assert np.isfinite(KNNShapley(queries="training", query_clip=3.0, task="regression")
+                       .fit(X, counts).values_).all()
+    with pytest.raises(ValueError, match=r"cannot be clipped: give query_clip=None\.$"):
+        KNNShapley(KNeighborsClassifier(2), queries="training", query_clip=3.0).fit(X, counts)
+
+
+@pytest.mark.parametrize("queries", ["validation", "training"])
+def test_regression_targets_too_small_to_square_are_refused(queries):
+    # 1e-200 targets gave values of 0 (their squares underflow): every row harmful
+    X, y, Xv, yv = tiny_game(0, "regression")
+    with pytest.raises(ValueError, match="too small to square"):
+        KNNShapley(task="regression", queries=queries).fit(X, y * 1e-200, Xv, yv * 1e-200)
+    small = KNNShapley(task="regression", queries=queries).fit(X, y * 1e-100, Xv, yv * 1e-100)
+    plain = KNNShapley(task="regression", queries=queries).fit(X, y, Xv, yv)
+    np.testing.assert_array_equal(small.harmful_, plain.harmful_)
+
 def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_named():
     # a OneHotEncoder's sparse output ended in numpy's "setting an array element with a
     # sequence" (find_harmful's too); a category the encoder never saw in scikit-learn's

@@ -92,3 +92,31 @@ def test_the_cleansing_curve_says_its_starting_score_is_the_fallbacks():
     found = _broken_warnings(caught)
     assert len(found) == 1 and "the cleansing curve" in str(found[0].message)
     assert found[0].filename == __file__
+
+
+class _BreaksOnLarge(DecisionTreeClassifier):
+    """A tree whose fit fails on any rows holding a feature past 5 (after any scaling)."""
+
+    def fit(self, X, y, *args, **kwargs):
+        if np.abs(np.asarray(X)).max() > 5:
+            raise ValueError("a large row breaks this model")
+        return super().fit(X, y, *args, **kwargs)
+
+
+def test_find_harmful_says_the_failed_fits_once_not_also_as_the_methods_warning():
+    # its own check of the failed fits names them and the first error (and the report
+    # does where they are few): the valuation's warning repeated it
+    from tdshap import find_harmful
+    from tdshap.app.plan import TooManyFailures
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(120, 2)), rng.normal(size=(40, 2))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    X[7, 1] = 500.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TooManyFailures, match="a large row breaks this model"):
+            find_harmful(X, y, _BreaksOnLarge(max_depth=3, random_state=0), X_val=Xv[:20],
+                         y_val=yv[:20], X_test=Xv[20:], y_test=yv[20:], method="tdshap",
+                         max_iter=3, random_state=0)
+    assert not _broken_warnings(caught)

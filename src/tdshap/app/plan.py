@@ -40,7 +40,7 @@ from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError, checkpoint_info
-from tdshap.utility.base import nested_params, too_few_rows
+from tdshap.utility.base import nested_params, rows_break_the_model_said, too_few_rows
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import worker_count
@@ -835,8 +835,10 @@ def execute(p: RunPlan) -> HarmfulRun:
     data, valuer, o = p.data, p.valuer, p.options
     if getattr(valuer, "checkpoint", None) is not None:
         Path(valuer.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-    # prepare warned of these given rows already (the valuation and the cut would again)
-    with held_out_class_warnings_given():
+    # prepare warned of these given rows already (the valuation and the cut would again);
+    # failed fits are checked below (TooManyFailures) and the report names them and the
+    # first error: the valuation's and the cut's warnings of them would say it twice more
+    with held_out_class_warnings_given(), rows_break_the_model_said():
         valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
         result = valuer.result_
         extra = result.extra

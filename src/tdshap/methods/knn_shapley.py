@@ -126,6 +126,9 @@ from tdshap.utility.fast.pipeline import head_features
 #: a regression chunk holds about ten at once
 MAX_CHUNK_ENTRIES = 2**20
 DEFAULT_NEIGHBORS = 5
+#: regression targets (as centred) below this have squares near float64's smallest
+#: normal number (1e-280 against 2e-308), with no room for the division by K² and N
+SMALLEST_TARGETS = 1e-140
 #: the closed form multiplies K by ranks up to N in numpy's int64: K at most 2**31 - 1 keeps
 #: that exact for any N below 2**32 (beyond, 1e300 raised an OverflowError from deep inside
 #: and 10**18 wrapped round to wrong values); every K >= N values the rows as K = N does,
@@ -393,6 +396,13 @@ class KNNShapley(DirectValuation):
                             len(ya) + len(yv), power=4 if training else 2)
             shift = float(np.mean(ya)) if self.center else 0.0
             ya, yv = ya.astype(float) - shift, yv.astype(float) - shift
+            # the values are in squared units: targets of 1e-200 gave values of 0, and so
+            # every row harmful at tau=0, silently
+            scale = float(np.abs(ya).max())
+            if 0 < scale < SMALLEST_TARGETS:
+                raise ValueError(f"y's targets are too small to square (at most {scale:.3g}"
+                                 f"{' from their mean' if self.center else ''}): the values "
+                                 "would underflow to 0; rescale y, e.g. to other units.")
         if self.batch_size is not None:
             check_number(self.batch_size, "batch_size", low=1, integer=True)
         check_number(self.n_folds, "n_folds", low=2, integer=True)
@@ -405,8 +415,15 @@ class KNNShapley(DirectValuation):
             yq = ya
             if self.query_clip is not None:
                 if task != "regression":
+                    # whole-number targets (counts, 1e70) are read as classes when nothing
+                    # says the task: the fix is then the task, not dropping the clip
+                    read = self.task is None and self.estimator is None
                     raise ValueError("query_clip is for regression targets; a class label "
-                                     "cannot be clipped: give query_clip=None.")
+                                     "cannot be clipped: " + (
+                                         "y holds whole numbers, read as class labels; give "
+                                         "task='regression' if it is a quantity, or "
+                                         "query_clip=None." if read else
+                                         "give query_clip=None."))
                 yq = clipped_targets(ya, self._others_predict(Xa, ya, k), float(self.query_clip))
                 extra.update(query_clip=float(self.query_clip))
             modes.append(self._sums(Xa, ya, Xa, yq, k, task, np.zeros(n, dtype=np.int64), 1,

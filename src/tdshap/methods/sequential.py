@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +46,7 @@ from tdshap.methods.checkpoint.run_state import number, saved_generator, vector,
 from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
-from tdshap.utility.base import ROWS_BREAK_THE_MODEL
+from tdshap.utility.base import rows_break_the_model_said
 
 #: the frames from the user's call to a stage's fit (fit, then _stage or _fit_loo_k): the
 #: stage's warnings of the user's validation rows point at the user's line
@@ -184,9 +183,8 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
                     self._stage(run, Xa, ya, Xv, yv, take, caller_depth=_STAGE_DEPTH)
                     first = False
                 else:
-                    with held_out_class_warnings_given(), warnings.catch_warnings():
-                        # the first stage said it of the user's rows
-                        warnings.filterwarnings("ignore", message=ROWS_BREAK_THE_MODEL)
+                    # the first stage said it of the user's rows
+                    with held_out_class_warnings_given(), rows_break_the_model_said():
                         self._stage(run, Xa, ya, Xv, yv, take)
                 run.elapsed = time.perf_counter() - start
                 if saver is not None:

@@ -41,7 +41,8 @@ import copy
 import hashlib
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, Self
 
@@ -333,6 +334,15 @@ def warn_rows_break_the_model(failed: int, fits: int, full_error: str | None, n_
         f"of {fits:,} fits in {what}: the subsets holding the rows that break it were "
         f"scored as the fallback's constant prediction, so the numbers mix that in; {fix}.",
         UserWarning, stacklevel=user_stacklevel())
+
+
+@contextmanager
+def rows_break_the_model_said() -> Iterator[None]:
+    """Silence :func:`warn_rows_break_the_model` where the caller says it already (a later
+    stage of the same rows, or a report that names the failed fits and the first error)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=ROWS_BREAK_THE_MODEL)
+        yield
 
 
 def _check_arrays(estimator: Any, X: Any, y: Any, X_val: Any, y_val: Any) -> None:
