@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from games import exact_shapley, knn_per_query
 from tdshap.methods import KNNShapley
-from tdshap.methods.knn_shapley import _rank
+from tdshap.methods.knn_shapley import _rank, nearest_mask
 
 
 def knn_utility(X, y, X_val, y_val, k, task):
@@ -486,6 +486,16 @@ def test_query_clip_is_the_training_queries_game_with_clipped_query_targets(seed
     # a width beyond every target clips nothing: the exact values as before
     wide = KNNShapley(**kw, query_clip=1e6).fit(X, y).values_
     np.testing.assert_allclose(wide, KNNShapley(**kw).fit(X, y).values_, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 12])
+def test_nearest_mask_is_the_first_k_of_the_stable_order_whatever_the_ties(k):
+    rng = np.random.default_rng(k)
+    dist = rng.integers(0, 4, size=(30, 12)).astype(float)  # ties everywhere
+    dist[0] = 1.0  # a row all tied
+    expected = np.zeros_like(dist)
+    np.put_along_axis(expected, _rank(dist)[:, :k], 1.0, axis=1)
+    np.testing.assert_array_equal(nearest_mask(dist, k), expected)
 
 
 def test_find_harmful_clips_a_regressors_queries_and_not_a_classifiers():

@@ -130,13 +130,13 @@ OWN_LABEL: frozenset[tuple[str, str]] = frozenset()
 EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
                             for t in ("classification", "regression"))
 #: exact k-NN Shapley's ``query_clip`` for a regressor's training queries (None: the
-#: targets as given). Clipping the queries' targets at 3 robust SD ranked planted target
-#: noise better on all ten regression sets of the detection benchmark and on Abalone, for
-#: the 5-NN regressor and for a forest's proxy alike (20 seeds: AUROC 0.983 -> 0.990;
-#: Student-t targets 0.973 -> 0.983, within 0.02 of Data-OOB's 0.997) and lowered two clean
-#: sets' MAE instead of four; its cut gained a little less (-23.1% against -23.7%: one set
-#: whose paper's cut it no longer took). docs/benchmarks.md, "A regressor's queries
-#: clipped"; ``benchmarks/detection.py`` sets None for its ``find_harmful-noclip`` rows
+#: targets as given). Each row's target as a query moved to within 3 robust SD of what
+#: its neighbours predict ranked planted target noise better on all fifteen regression
+#: sets of the detection benchmark (20 seeds, 5-NN: AUROC 0.977 -> 0.984; Student-t
+#: targets 0.973 -> 0.983, within 0.02 of Data-OOB's 0.997), cut about as well (MAE
+#: -22.9% against -23.2%: noise) and raised two clean sets' MAE instead of four.
+#: docs/benchmarks.md, "A regressor's queries clipped"; ``benchmarks/detection.py`` sets
+#: None for its ``find_harmful-noclip`` rows
 QUERY_CLIP: float | None = 3.0
 
 #: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,

@@ -508,8 +508,8 @@ class KNNShapley(DirectValuation):
         for lo in range(0, n, chunk):
             rows = np.arange(lo, min(lo + chunk, n))
             dist = squared_distances(Xa[rows], Xa)
-            dist[np.arange(len(rows)), rows] = np.inf  # last in the order, then dropped
-            predicted[rows] = ya[_rank(dist)[:, :-1][:, :k]].sum(axis=1) / k
+            dist[np.arange(len(rows)), rows] = np.inf  # never among the others
+            predicted[rows] = (nearest_mask(dist, min(k, n - 1)) @ ya) / k
         return predicted
 
     @staticmethod
@@ -583,6 +583,17 @@ def squared_distances(Xq: np.ndarray, X: np.ndarray | None = None) -> np.ndarray
     if Xq.shape[1] >= _PRODUCT_MIN_FEATURES:
         return euclidean_distances(Xq, Xq if X is None else X, squared=True)
     return squareform(pdist(Xq, "sqeuclidean")) if X is None else cdist(Xq, X, "sqeuclidean")
+
+
+def nearest_mask(dist: np.ndarray, k: int) -> np.ndarray:
+    """Each row's ``k`` smallest columns of ``dist`` as a 0/1 float mask, ties in column
+    order: the first ``k`` of :func:`_rank`'s order, from a partition (no full sort)."""
+    kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
+    nearer = dist < kth
+    tied = dist == kth
+    # the tied columns fill what the nearer ones leave, lowest positions first
+    room = k - nearer.sum(axis=1, keepdims=True)
+    return (nearer | (tied & (np.cumsum(tied, axis=1) <= room))).astype(float)
 
 
 def _rank(dist: np.ndarray) -> np.ndarray:
