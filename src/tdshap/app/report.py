@@ -91,7 +91,7 @@ def certainty_line(run: HarmfulRun) -> str:
                    if both else f"for the other {len(r) - 1:,}")
         if r.extra.get("query_clip") is not None:  # a far-off target blames its neighbours less
             queried += (f", their targets clipped at {r.extra['query_clip']:g} robust SD "
-                        "around the median")
+                        "of what their neighbours predict")
         return (f"the values are exact for these rows (each row's mean effect on what {knn} "
                 f"predicts, {queried}); {sure} of the flagged rows stay "
                 f"below tau across the whole {100 * r.confidence:g}% interval of that mean "
