@@ -120,3 +120,23 @@ def test_find_harmful_says_the_failed_fits_once_not_also_as_the_methods_warning(
                          y_val=yv[:20], X_test=Xv[20:], y_test=yv[20:], method="tdshap",
                          max_iter=3, random_state=0)
     assert not _broken_warnings(caught)
+
+
+class _WarnsAndBreaks(_BreaksOnSeven):
+    """Warns on every fit, then breaks on the rows that hold 7."""
+
+    def fit(self, X, y, *args, **kwargs):
+        warnings.warn("a warning of the model's own", UserWarning, stacklevel=2)
+        return super().fit(X, y, *args, **kwargs)
+
+
+def test_the_check_on_all_rows_does_not_repeat_the_models_own_warnings():
+    X, y, Xv, yv = _data()
+    X[3, 1] = 7.0
+    model = _WarnsAndBreaks(max_depth=3, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = LeaveOneOut(model).fit(X, y, Xv, yv).result_
+    own = [w for w in caught if str(w.message) == "a warning of the model's own"]
+    assert len(own) == result.n_fits  # one per fit the run made, none from the check
+    assert len(_broken_warnings(caught)) == 1

@@ -307,9 +307,12 @@ ROWS_BREAK_THE_MODEL = "the estimator fails on all"
 
 
 def full_fit_error(estimator: Any, X: np.ndarray, y: np.ndarray) -> str | None:
-    """:func:`describe_error` of ``estimator`` fitted on all of ``(X, y)``; None: it fits."""
+    """:func:`describe_error` of ``estimator`` fitted on all of ``(X, y)``; None: it fits.
+    The fit's own warnings are not repeated: the run's fits gave them already."""
     try:
-        clone(estimator).fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clone(estimator).fit(X, y)
     except Exception as err:
         return describe_error(err)
     return None
