@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from games import exact_shapley, knn_per_query
 from tdshap.methods import KNNShapley
-from tdshap.methods.knn_shapley import _rank, nearest_mask
+from tdshap.methods.knn_shapley import _rank, clipped_targets, nearest_mask
 
 
 def knn_utility(X, y, X_val, y_val, k, task):
@@ -523,13 +523,19 @@ def test_find_harmful_clips_a_regressors_queries_and_not_a_classifiers():
     assert "query_clip" not in run.result.extra
 
 
-def test_query_clip_uses_the_spread_where_most_targets_are_equal():
+def test_query_clip_uses_the_spread_where_most_residuals_are_equal():
+    # more than half the rows predicted exactly: a median absolute deviation of 0 would
+    # clip every query's target to its prediction; their standard deviation is taken
+    predicted = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    residuals = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 5.0, -5.0])
+    spread = residuals.std()
+    np.testing.assert_allclose(clipped_targets(predicted + residuals, predicted, 1.0),
+                               predicted + np.clip(residuals, -spread, spread))
     X, y, _, _ = tiny_game(0, "regression")
-    y[:5] = 1.0  # more than half equal: a median absolute deviation of 0
-    kw = dict(n_neighbors=2, task="regression", queries="training")
-    clipped = KNNShapley(**kw, query_clip=1.0).fit(X, y).values_
-    assert np.isfinite(clipped).all()
-    assert not np.allclose(clipped, KNNShapley(**kw, query_clip=1e-9).fit(X, y).values_)
+    y[:5] = 1.0
+    values = KNNShapley(n_neighbors=2, task="regression", queries="training",
+                        query_clip=1.0).fit(X, y).values_
+    assert np.isfinite(values).all()
 
 
 @pytest.mark.parametrize(("kwargs", "task", "match"), [

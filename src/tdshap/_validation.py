@@ -389,18 +389,17 @@ def check_target_varies(y: np.ndarray, classification: bool = True, name: str = 
 ONE_CLASS = "rows hold a single class"
 
 
-def warn_one_class(labels: np.ndarray, what: str = "validation", stacklevel: int = 2) -> None:
+def warn_one_class(labels: np.ndarray, what: str = "validation") -> None:
     """Held-out (``what``) classification rows of a single class: their score rewards
     predicting it everywhere, so every other class's training rows seem harmful (a
-    warning: it may be what is meant). ``stacklevel``: the caller's, as ``warnings.warn``
-    counts it from the caller."""
+    warning at the user's line: it may be what is meant)."""
     levels = pd.unique(labels)
     if len(levels) == 1:
         warnings.warn(f"the {what} {ONE_CLASS} ({plain_value(levels[0])!r}): a model that "
                       "predicts it for every row scores best on them, so the other classes' "
                       "training rows are valued as harmful and cleansing favours removing "
                       f"them; give {what} rows of every class.", UserWarning,
-                      stacklevel=stacklevel + 1)
+                      stacklevel=user_stacklevel())
 
 
 #: how the warning of held-out labels of classes no training row has begins, after "the
@@ -420,12 +419,12 @@ def unseen_classes(train: np.ndarray, other: np.ndarray) -> tuple[list[Any], lis
     return [v for v in levels if v not in known], levels
 
 
-def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "validation",
-                        stacklevel: int = 2) -> None:
+def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "validation"
+                        ) -> None:
     """Held-out (``what``) classification rows of classes no training row has (some, not
     all: none shared is the caller's error): no model can predict them, so they count as
-    errors for every model (a warning: the other rows still value the training rows).
-    ``stacklevel``: the caller's, as ``warnings.warn`` counts it from the caller."""
+    errors for every model (a warning at the user's line: the other rows still value the
+    training rows)."""
     unseen, levels = unseen_classes(train, other)
     if not unseen or len(unseen) == len(levels):
         return
@@ -434,7 +433,7 @@ def warn_unseen_classes(train: np.ndarray, other: np.ndarray, what: str = "valid
     rows = f"{n_rows} row{'s' if n_rows != 1 else ''}"
     warnings.warn(f"the {what} {UNSEEN_CLASSES} {len(unseen)} class(es) no training row has "
                   f"({shown}; {rows}): no model can predict them, so those rows count as "
-                  "errors for every model.", UserWarning, stacklevel=stacklevel + 1)
+                  "errors for every model.", UserWarning, stacklevel=user_stacklevel())
 
 
 def user_stacklevel() -> int:
@@ -449,12 +448,12 @@ def user_stacklevel() -> int:
 
 
 @contextmanager
-def held_out_class_warnings_given(what: str = "validation") -> Iterator[None]:
-    """Silence :func:`warn_one_class` and :func:`warn_unseen_classes` of held-out rows
-    the user was warned of already: each further valuation or cut of them repeated it."""
+def said_already(*starts: str) -> Iterator[None]:
+    """Silence the warnings whose messages begin with one of ``starts``: the user was told
+    already, and each further valuation, stage or cut of the same rows would repeat it."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=f"the {what} {ONE_CLASS}")
-        warnings.filterwarnings("ignore", message=f"the {what} {UNSEEN_CLASSES}")
+        for start in starts:
+            warnings.filterwarnings("ignore", message=start)
         yield
 
 

@@ -189,7 +189,7 @@ def _check_labels(train: np.ndarray, other: np.ndarray, what: str) -> None:
         raise ValueError(f"the {what} labels ({listed(unseen)}) share no class with the "
                          f"training labels ({listed(known)}): give {what} rows with the same "
                          "target column and the same label spelling.")
-    warn_unseen_classes(train, other, what, stacklevel=3)
+    warn_unseen_classes(train, other, what)
 
 
 def _row_hashes(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -310,7 +310,7 @@ def prepare(
         yv = check_target(y_val, task, 1, "validation data")
         if task == "classification":
             _check_labels(y_all[train], yv, "validation")
-            warn_one_class(yv, stacklevel=2)
+            warn_one_class(yv)
     Xt: np.ndarray | None
     yt: np.ndarray | None
     if X_test is not None and y_test is not None:

@@ -27,8 +27,8 @@ from tdshap._validation import (
     check_estimator,
     check_number,
     column_choices,
-    held_out_class_warnings_given,
     picks_columns_by_name,
+    said_already,
 )
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
@@ -40,7 +40,7 @@ from tdshap.methods import TDShap
 from tdshap.methods.apt.sampling import check_block_size
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError, checkpoint_info
-from tdshap.utility.base import nested_params, rows_break_the_model_said, too_few_rows
+from tdshap.utility.base import REPEATED_WARNINGS, nested_params, too_few_rows
 from tdshap.utility.fast.approximate_search import check_search
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import worker_count
@@ -838,7 +838,7 @@ def execute(p: RunPlan) -> HarmfulRun:
     # prepare warned of these given rows already (the valuation and the cut would again);
     # failed fits are checked below (TooManyFailures) and the report names them and the
     # first error: the valuation's and the cut's warnings of them would say it twice more
-    with held_out_class_warnings_given(), rows_break_the_model_said():
+    with said_already(*REPEATED_WARNINGS):
         valuer.fit(data.X_train, data.y_train, data.X_val, data.y_val)
         result = valuer.result_
         extra = result.extra

@@ -66,9 +66,6 @@ class BaseValuation(BaseEstimator):
     # True in SequentialRemoval's later stages: the rows it leaves may be of one class (or
     # one target), and such a stage's values (all equal) were always taken
     _uniform_target_ok = False
-    # frames between the user's call and fit (SequentialRemoval's stages: 2), so a warning
-    # of the user's rows points at the user's line
-    _caller_depth = 0
 
     def _check_target_varies(self, y: np.ndarray, classification: bool) -> None:
         if not self._uniform_target_ok:
@@ -92,8 +89,8 @@ class BaseValuation(BaseEstimator):
         Xa, ya, Xv, yv = check_data(X, y, X_val, y_val)
         if is_classifier(self.estimator):
             check_shared_classes(ya, yv)
-            warn_one_class(yv, stacklevel=3 + self._caller_depth)  # the user's call of fit
-            warn_unseen_classes(ya, yv, stacklevel=3 + self._caller_depth)
+            warn_one_class(yv)
+            warn_unseen_classes(ya, yv)
         elif is_regressor(self.estimator):
             check_numeric_targets(self.estimator, (ya, "y"), (yv, "y_val"))
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None

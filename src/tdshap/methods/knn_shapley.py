@@ -381,8 +381,8 @@ class KNNShapley(DirectValuation):
         self._check_fixed_metric(task, _METRICS)
         if task == "classification" and validation:
             check_shared_classes(ya, yv)
-            warn_one_class(yv, stacklevel=2 + self._caller_depth)
-            warn_unseen_classes(ya, yv, stacklevel=2 + self._caller_depth)
+            warn_one_class(yv)
+            warn_unseen_classes(ya, yv)
         if training and len(ya) < 2:
             raise ValueError(f"queries={self.queries!r} needs at least 2 training rows: each "
                              "row is valued by what it does to the others.")
@@ -412,22 +412,26 @@ class KNNShapley(DirectValuation):
                                  "queries": self.queries, "own_label": bool(self.own_label)}
         modes = []  # (value sums per group of queries, squares, queries per group)
         if training:
+            if self.query_clip is not None and task != "regression":
+                # whole-number targets (counts, 1e70) are read as classes when nothing says
+                # the task: the fix is then the task, not dropping the clip
+                read = self.task is None and self.estimator is None
+                raise ValueError("query_clip is for regression targets; a class label cannot "
+                                 "be clipped: " + (
+                                     "y holds whole numbers, read as class labels; give "
+                                     "task='regression' if it is a quantity, or "
+                                     "query_clip=None." if read else "give query_clip=None."))
             yq = ya
+            # the training rows against themselves in one block, once for all that use it:
+            # the symmetric half suffices (the same sums of squared differences, half the time)
+            square = squared_distances(Xa) if n <= self._chunk_rows(n) else None
             if self.query_clip is not None:
-                if task != "regression":
-                    # whole-number targets (counts, 1e70) are read as classes when nothing
-                    # says the task: the fix is then the task, not dropping the clip
-                    read = self.task is None and self.estimator is None
-                    raise ValueError("query_clip is for regression targets; a class label "
-                                     "cannot be clipped: " + (
-                                         "y holds whole numbers, read as class labels; give "
-                                         "task='regression' if it is a quantity, or "
-                                         "query_clip=None." if read else
-                                         "give query_clip=None."))
-                yq = clipped_targets(ya, self._others_predict(Xa, ya, k), float(self.query_clip))
+                predicted = self._others_predict(Xa, ya, k, square)
+                yq = clipped_targets(ya, predicted, float(self.query_clip))
                 extra.update(query_clip=float(self.query_clip))
             modes.append(self._sums(Xa, ya, Xa, yq, k, task, np.zeros(n, dtype=np.int64), 1,
-                                    own=True, spread=True, own_label=bool(self.own_label)))
+                                    own=True, spread=True, own_label=bool(self.own_label),
+                                    square=square))
         folds = np.zeros(len(yv), dtype=np.int64)
         n_folds = 1
         if validation:
@@ -462,23 +466,22 @@ class KNNShapley(DirectValuation):
 
     def _sums(self, Xa: np.ndarray, ya: np.ndarray, Xq: np.ndarray, yq: np.ndarray, k: int,
               task: str, groups: np.ndarray, n_groups: int, own: bool, spread: bool,
-              own_label: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              own_label: bool = False, square: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every row's values summed over the queries of each group ``(n_groups, N)``, their
         squares summed over all queries ``(N,)`` (zeros unless ``spread``: only intervals
         need them), and the queries per group.
 
         ``own``: the queries are the training rows, each left out of its own game;
         ``own_label`` (with ``own``): each row's own query adds :func:`own_label_terms`.
+        ``square`` (with ``own``): the training rows' squared distances, when one block.
         """
         n = len(ya)
         support = np.zeros(n) if own_label else None
         # the queries are the training rows: their labels as class codes, found once
         codes = np.unique(ya, return_inverse=True)[1].ravel() \
             if own_label and task == "classification" else None
-        chunk = int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
-        # the training rows against themselves in one block: the symmetric half suffices
-        # (the same sums of squared differences, about half the time)
-        square = squared_distances(Xa) if own and len(yq) <= chunk else None
+        chunk = self._chunk_rows(n)
         total, squares = np.zeros(n_groups * n), np.zeros(n)
         for lo in range(0, len(yq), chunk):
             rows = np.arange(lo, min(lo + chunk, len(yq)))
@@ -499,16 +502,23 @@ class KNNShapley(DirectValuation):
         return (total.reshape(n_groups, n), squares,
                 np.bincount(groups, minlength=n_groups))
 
-    def _others_predict(self, Xa: np.ndarray, ya: np.ndarray, k: int) -> np.ndarray:
+    def _chunk_rows(self, n: int) -> int:
+        """Queries per chunk: ``batch_size``, or as many as keep a chunk's arrays (queries x
+        ``n`` rows) under :data:`MAX_CHUNK_ENTRIES` entries."""
+        return int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
+
+    def _others_predict(self, Xa: np.ndarray, ya: np.ndarray, k: int,
+                        square: np.ndarray | None = None) -> np.ndarray:
         """Each training row's k-NN prediction by its ``k`` nearest other rows (ties by row
-        position; the sum over K, as the utility's), in chunks as :meth:`_sums`."""
+        position; the sum over K, as the utility's), in chunks as :meth:`_sums` (``square``:
+        all the rows' squared distances, when one block)."""
         n = len(ya)
-        chunk = int(self.batch_size or max(1, MAX_CHUNK_ENTRIES // n))
+        chunk = self._chunk_rows(n)
         predicted = np.empty(n)
         for lo in range(0, n, chunk):
             rows = np.arange(lo, min(lo + chunk, n))
-            dist = squared_distances(Xa[rows], Xa)
-            dist[np.arange(len(rows)), rows] = np.inf  # never among the others
+            dist = square if square is not None else squared_distances(Xa[rows], Xa)
+            dist[np.arange(len(rows)), rows] = np.inf  # never among the others (as _chunk)
             predicted[rows] = (nearest_mask(dist, min(k, n - 1)) @ ya) / k
         return predicted
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,7 @@ from tdshap._validation import (
     check_flags,
     check_number,
     check_random_state,
-    held_out_class_warnings_given,
+    said_already,
 )
 from tdshap.methods.base import seed_of
 from tdshap.methods.checkpoint.files import CheckpointError, data_fingerprint, plan_resume
@@ -46,11 +47,7 @@ from tdshap.methods.checkpoint.run_state import number, saved_generator, vector,
 from tdshap.methods.loo import LeaveOneOut
 from tdshap.methods.progress import RunProgress
 from tdshap.result import ValuationResult
-from tdshap.utility.base import rows_break_the_model_said
-
-#: the frames from the user's call to a stage's fit (fit, then _stage or _fit_loo_k): the
-#: stage's warnings of the user's validation rows point at the user's line
-_STAGE_DEPTH = 2
+from tdshap.utility.base import REPEATED_WARNINGS
 
 
 class SequentialRemoval(Checkpointing, BaseEstimator):
@@ -176,16 +173,12 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         start = time.perf_counter() - run.elapsed
         bar = RunProgress(self.progress, desc=f"sequential {self.method.__class__.__name__}")
         try:
-            first = True
+            told = False  # the first stage run here warns of the user's rows; later ones again
             while run.done < max_remove:
                 take = min(int(self.step), max_remove - run.done)
-                if first:  # its method warns of the validation rows; the later ones would again
-                    self._stage(run, Xa, ya, Xv, yv, take, caller_depth=_STAGE_DEPTH)
-                    first = False
-                else:
-                    # the first stage said it of the user's rows
-                    with held_out_class_warnings_given(), rows_break_the_model_said():
-                        self._stage(run, Xa, ya, Xv, yv, take)
+                with said_already(*REPEATED_WARNINGS) if told else nullcontext():
+                    self._stage(run, Xa, ya, Xv, yv, take)
+                told = True
                 run.elapsed = time.perf_counter() - start
                 if saver is not None:
                     saver.write({**run.meta(), "finished": run.done >= max_remove}, run.arrays())
@@ -215,7 +208,6 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
 
     def _fit_loo_k(self, loo: LeaveOneOut, X: Any, y: Any, X_val: Any,
                    y_val: Any) -> SequentialRemoval:
-        loo._caller_depth = _STAGE_DEPTH  # a clone: the user's method is left as given
         inner = loo.fit(X, y, X_val, y_val).result_
         self.values_, self.order_ = inner.values, loo.order_
         self.n_stages_ = int(inner.extra["rounds"])
@@ -230,12 +222,10 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
         return self
 
     def _stage(self, run: _SequentialRun, X: np.ndarray, y: np.ndarray, X_val: np.ndarray,
-               y_val: np.ndarray, take: int, caller_depth: int = 0) -> None:
-        """Value the rows that remain with a clone of ``method``; remove its ``take`` lowest.
-        ``caller_depth``: the frames from the user's call to the stage's fit (its warnings')."""
+               y_val: np.ndarray, take: int) -> None:
+        """Value the rows that remain with a clone of ``method``; remove its ``take`` lowest."""
         remaining = np.sort(run.rest)
         stage = clone(self.method)
-        stage._caller_depth = caller_depth
         stage._uniform_target_ok = run.done > 0  # the caller's rows are checked, not what is left
         if "random_state" in stage.get_params():
             stage.set_params(random_state=int(run.rng.integers(2**31 - 1)))

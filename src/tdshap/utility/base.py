@@ -41,8 +41,7 @@ import copy
 import hashlib
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, Self
 
@@ -50,6 +49,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
 
 from tdshap._validation import (
+    ONE_CLASS,
+    UNSEEN_CLASSES,
     check_estimator,
     check_random_state,
     shown,
@@ -339,13 +340,11 @@ def warn_rows_break_the_model(failed: int, fits: int, full_error: str | None, n_
         UserWarning, stacklevel=user_stacklevel())
 
 
-@contextmanager
-def rows_break_the_model_said() -> Iterator[None]:
-    """Silence :func:`warn_rows_break_the_model` where the caller says it already (a later
-    stage of the same rows, or a report that names the failed fits and the first error)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=ROWS_BREAK_THE_MODEL)
-        yield
+#: how the warnings of the user's rows begin that every further stage or cut of the same
+#: rows would repeat (:func:`~tdshap._validation.said_already` them there): validation rows
+#: of one class, of classes no training row has, and rows that break the model
+REPEATED_WARNINGS = (f"the validation {ONE_CLASS}", f"the validation {UNSEEN_CLASSES}",
+                     ROWS_BREAK_THE_MODEL)
 
 
 def _check_arrays(estimator: Any, X: Any, y: Any, X_val: Any, y_val: Any) -> None:
