@@ -421,6 +421,37 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     TableEncoder().fit(pd.DataFrame({"name": [f"Doe, J{i % 5}" for i in range(40)]}))
 
 
+def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
+    # read as text, the target was classification: every height a class of its own, and
+    # the run valued (and cleansed) a classifier of 40 one-row classes without a word
+    cells = _heights()
+    cells[3] = "171.2x"
+    with pytest.raises(ValueError, match=r"target column 'y' holds numbers except in 1 cell: "
+                       r"'171.2x' \(row 3\); read as text, each distinct value would be a "
+                       r"class of its own\. Correct those cells .* `task` classification"):
+        infer_task(pd.Series(cells, name="y"))
+    # the task given as regression: the cell is named, not the first row's number
+    with pytest.raises(ValueError, match=r"'171.2x' \(row 3\); a regression target must be "
+                       "numbers"):
+        tdshap.find_harmful(np.arange(80.0).reshape(40, 2), pd.Series(cells, name="y"),
+                            task="regression")
+    separated = pd.Series([f"{1000 + 7 * i:,}" for i in range(40)], name="income")
+    with pytest.raises(ValueError, match=r"target column 'income' holds numbers written with "
+                       r"thousands separators \('1,000' in row 0, and 39 more\)"):
+        infer_task(separated)
+
+
+def test_text_labels_among_a_few_whole_numbers_stay_classes() -> None:
+    # "0", "1", "2" and one "other": labels, not a typo in a measurement
+    labels = pd.Series(["0", "1", "2"] * 13 + ["other"], name="y")
+    assert infer_task(labels)[0] == "classification"
+    assert infer_task(pd.Series(["a", "b"] * 20, dtype="string"))[0] == "classification"
+    with pytest.raises(ValueError, match=r"is not numeric \(e.g. 'a'\) but the task is "
+                       "regression"):
+        tdshap.find_harmful(np.arange(80.0).reshape(40, 2),
+                            pd.Series(["a", "b"] * 20, name="y"), task="regression")
+
+
 def test_a_text_column_mostly_of_numbers_is_levels_with_a_warning() -> None:
     cells = [str(i) if i % 7 else "abc" for i in range(40)]  # 85% numbers: below the typo rule
     with pytest.warns(UserWarning, match=r"column 'm' is 85% numbers and the rest text: it is "
