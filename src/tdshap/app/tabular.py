@@ -336,6 +336,7 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
     """``(task, reason)`` for a target column (rule in the module docstring)."""
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
         _check_numeric_text_target(y)
+        _check_label_per_row(y)
         return "classification", f"the target is not numeric: {_kind(y)}"
     n_levels = int(y.nunique(dropna=False))  # as floats, 2**62 and 2**62 + 1 were one
     whole = first_fraction(y) is None
@@ -346,6 +347,14 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
     if whole:
         return "regression", f"the target has {n_levels} distinct values (> {MAX_CLASSES})"
     return "regression", "the target has fractional values"
+
+
+def _all_text(y: pd.Series, present: pd.Series) -> bool:
+    """Whether ``y`` is a text column (not categories) whose filled cells are all text: the
+    target checks leave other objects (lists, bytes, numbers among text) to
+    :func:`check_target`, which names them."""
+    return (pd.api.types.is_object_dtype(y.dtype) or pd.api.types.is_string_dtype(y.dtype)) \
+        and all(isinstance(v, str) for v in present)
 
 
 def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
@@ -361,9 +370,9 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
     (:func:`_check_typos`); text labels among numbers that make a few classes ("0", "1",
     "other") are left alone, and so are categories and booleans, labels by declaration.
     """
-    if not (pd.api.types.is_object_dtype(y.dtype) or pd.api.types.is_string_dtype(y.dtype)):
-        return
     present = y[y.notna()]
+    if not _all_text(y, present):
+        return
     text = present.map(lambda v: v.strip() if isinstance(v, str) else v)
     grouped = text.map(lambda v: isinstance(v, str) and _GROUPED.fullmatch(v) is not None
                        ).to_numpy(dtype=bool)
@@ -395,6 +404,33 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
         f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
         "they are read as numbers, or give `task` classification if they are class labels.",
         "task")
+
+
+def _check_label_per_row(y: pd.Series) -> None:
+    """Refuse, when the task is inferred, a text target of more than ``MAX_CLASSES``
+    labels with fewer than 3 rows each on average (the default split trains on half the
+    rows: such a label has one training row or none).
+
+    Such a column is no set of classes: numbers written with a unit or currency ("$151.00",
+    "12%"), or a name or id column given as the target. Read as classification, the run
+    valued a k-NN classifier of hundreds of one-row classes, which can predict none of them,
+    with only scikit-learn's warning that ``y`` "could represent a regression problem".
+    ``task`` given as classification keeps them as classes; categories are labels by
+    declaration.
+    """
+    if not _all_text(y, y[y.notna()]):
+        return
+    n_labels = int(y.nunique())
+    if n_labels <= MAX_CLASSES or len(y) >= 3 * n_labels:
+        return
+    shown = ", ".join(f"{plain_value(v)!r:.30}" for v in pd.unique(y.dropna())[:3])
+    raise ParameterError(
+        f"target column {y.name!r} has {n_labels:,} different labels in {len(y):,} rows "
+        f"({shown}, ...), fewer than 3 rows each on average: as classes, most would have "
+        "one training row or none, which no model can learn. If it holds numbers written "
+        "with a unit or currency, write them as plain numbers (151.0, not $151.00) for "
+        "regression; if it names the rows, choose another "
+        "target column; if they are class labels, give `task` classification.", "task")
 
 
 def check_target(y: pd.Series, task: str, min_classes: int = 2,
