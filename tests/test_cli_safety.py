@@ -958,3 +958,16 @@ def test_allow_import_names_a_package(work: Path, package: str) -> None:
     check_refused(work, "clean", "wine.csv", "--target", "target", "--out", "out",
                   "--allow-import", package, "--no-progress",
                   words=("--allow-import", "is not a package's name"))
+
+
+def test_python_dash_m_tdshap_is_the_command(work: Path) -> None:
+    # without tdshap/__main__.py: "No module named tdshap.__main__", a traceback-like
+    # line and exit status 1 instead of the command's own error
+    before = snapshot(work)
+    res = subprocess.run([sys.executable, "-m", "tdshap", "clean", "missing.csv", "--target",
+                          "target"], cwd=work, capture_output=True, text=True, timeout=180)
+    refused(res, "training file missing.csv does not exist")
+    assert snapshot(work) == before
+    usage = subprocess.run([sys.executable, "-m", "tdshap", "--help"], cwd=work,
+                           capture_output=True, text=True, timeout=180)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: tdshap ")

@@ -421,6 +421,53 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     TableEncoder().fit(pd.DataFrame({"name": [f"Doe, J{i % 5}" for i in range(40)]}))
 
 
+def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
+    # read as text, the target was classification: every height a class of its own, and
+    # the run valued (and cleansed) a classifier of 40 one-row classes without a word
+    cells = _heights()
+    cells[3] = "171.2x"
+    with pytest.raises(ValueError, match=r"target column 'y' holds numbers except in 1 cell: "
+                       r"'171.2x' \(row 3\); read as text, each distinct value would be a "
+                       r"class of its own\. Correct those cells .* `task` classification"):
+        infer_task(pd.Series(cells, name="y"))
+    # the task given as regression: the cell is named, not the first row's number
+    with pytest.raises(ValueError, match=r"'171.2x' \(row 3\); a regression target must be "
+                       "numbers"):
+        tdshap.find_harmful(np.arange(80.0).reshape(40, 2), pd.Series(cells, name="y"),
+                            task="regression")
+    separated = pd.Series([f"{1000 + 7 * i:,}" for i in range(40)], name="income")
+    with pytest.raises(ValueError, match=r"target column 'income' holds numbers written with "
+                       r"thousands separators \('1,000' in row 0, and 39 more\)"):
+        infer_task(separated)
+
+
+def test_a_text_target_of_a_label_per_row_or_two_is_refused_unless_the_task_is_given() -> None:
+    # "$151.00": read as text, 30 one- or two-row classes valued as a classifier, with
+    # only scikit-learn's warning that y "could represent a regression problem"
+    prices = pd.Series([f"${100 + i % 30}.00" for i in range(40)], name="price")
+    with pytest.raises(ValueError, match=r"target column 'price' has 30 different labels in "
+                       r"40 rows \('\$100.00', '\$101.00', '\$102.00', ...\), fewer than 3 "
+                       r"rows each.*plain numbers .* `task` classification"):
+        infer_task(prices)
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    rows = tdshap.find_harmful(X, prices, task="classification", cleanse=False)
+    assert len(rows) and rows.run.data.task == "classification"
+    # many classes of a few rows each, and categories, stay classification
+    assert infer_task(pd.Series([f"c{i % 25}" for i in range(75)]))[0] == "classification"
+    assert infer_task(prices.astype("category"))[0] == "classification"
+
+
+def test_text_labels_among_a_few_whole_numbers_stay_classes() -> None:
+    # "0", "1", "2" and one "other": labels, not a typo in a measurement
+    labels = pd.Series(["0", "1", "2"] * 13 + ["other"], name="y")
+    assert infer_task(labels)[0] == "classification"
+    assert infer_task(pd.Series(["a", "b"] * 20, dtype="string"))[0] == "classification"
+    with pytest.raises(ValueError, match=r"is not numeric \(e.g. 'a'\) but the task is "
+                       "regression"):
+        tdshap.find_harmful(np.arange(80.0).reshape(40, 2),
+                            pd.Series(["a", "b"] * 20, name="y"), task="regression")
+
+
 def test_a_text_column_mostly_of_numbers_is_levels_with_a_warning() -> None:
     cells = [str(i) if i % 7 else "abc" for i in range(40)]  # 85% numbers: below the typo rule
     with pytest.warns(UserWarning, match=r"column 'm' is 85% numbers and the rest text: it is "
@@ -701,8 +748,10 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     (_X, _Y, {"k": 0}, r"k=0 must be a whole number >= 1"),
     (_X, _Y, {"eps": "x"}, r"eps='x' must be a finite number >= 0"),
     (_X, _Y, {"n_min": -5}, r"n_min=-5 must be a whole number >= 0"),
-    (_X, [f"id{i}" for i in range(60)], {}, "no held-out validation row has a class the "
-     "training rows have: 60 classes in 60 rows"),
+    (_X, [f"id{i}" for i in range(60)], {}, r"target column 'y' has 60 different labels in "
+     r"60 rows \('id0', 'id1', 'id2', ...\), fewer than 3 rows each on average"),
+    (_X, [f"id{i}" for i in range(60)], {"task": "classification"}, "no held-out validation "
+     "row has a class the training rows have: 60 classes in 60 rows"),
     (pd.DataFrame({"a": _X[:, 0], "tags": [["x"], ["y", "z"]] * 30}), _Y, {},
      r"column 'tags' of the training data holds a list in row \d+ .*one number or text"),
     (_X, pd.Series([[0], [1]] * 30), {}, r"holds a label of type list \(\[0\]\)"),
@@ -713,7 +762,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
         "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
-        "one-row-per-class", "list-cells", "list-labels", "bytes-labels", "nan-metric",
+        "one-row-per-class", "one-row-per-class-given", "list-cells", "list-labels",
+        "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:

@@ -80,7 +80,7 @@ from tdshap.utility.base import (
 from tdshap.utility.fast.budget import check_count
 from tdshap.utility.fast.neighbor_lists import RemovalFits
 from tdshap.utility.fast.pipeline import final_estimator
-from tdshap.utility.metrics import default_metric, resolve_metric
+from tdshap.utility.metrics import default_metric, one_per_row, resolve_metric
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import Outcome, SubsetFitter
 
@@ -384,7 +384,9 @@ def cleanse(
 
     def scored(m: Any) -> tuple[float, np.ndarray | None, float]:
         """Validation score, validation predictions (prediction metrics) and test score."""
-        pred = m.predict(Xv) if spec.from_predictions is not None else None
+        # a column of predictions would broadcast against yv: refused, a failed fit
+        pred = one_per_row(m.predict(Xv), len(Xv)) if spec.from_predictions is not None \
+            else None
         val = spec.from_predictions(yv, pred) if spec.from_predictions is not None and \
             pred is not None else spec.score(m, Xv, yv)
         test = spec.score(m, Xt, yt) if test_scores is not None else np.nan

@@ -42,6 +42,7 @@ from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import CheckpointDataError, CheckpointError, checkpoint_info
 from tdshap.utility.base import REPEATED_WARNINGS, nested_params, too_few_rows
 from tdshap.utility.fast.approximate_search import check_search
+from tdshap.utility.metrics import one_per_row
 from tdshap.utility.parallel import check_n_jobs
 from tdshap.utility.subset_fits import worker_count
 
@@ -492,7 +493,7 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
             t1 = time.perf_counter()
             if not predict_s:  # one timed prediction is enough; both fits check the model
                 with one_thread_if_small(len(sample) * X.size):
-                    model.predict(X[sample])
+                    one_per_row(model.predict(X[sample]), len(sample))
                 predict_s = (time.perf_counter() - t1) / len(sample)
             fit_s = t1 - t0
         except Exception as err:

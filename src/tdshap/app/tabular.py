@@ -335,6 +335,8 @@ def _kind(y: pd.Series) -> str:
 def infer_task(y: pd.Series) -> tuple[str, str]:
     """``(task, reason)`` for a target column (rule in the module docstring)."""
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        _check_numeric_text_target(y)
+        _check_label_per_row(y)
         return "classification", f"the target is not numeric: {_kind(y)}"
     n_levels = int(y.nunique(dropna=False))  # as floats, 2**62 and 2**62 + 1 were one
     whole = first_fraction(y) is None
@@ -345,6 +347,90 @@ def infer_task(y: pd.Series) -> tuple[str, str]:
     if whole:
         return "regression", f"the target has {n_levels} distinct values (> {MAX_CLASSES})"
     return "regression", "the target has fractional values"
+
+
+def _all_text(y: pd.Series, present: pd.Series) -> bool:
+    """Whether ``y`` is a text column (not categories) whose filled cells are all text: the
+    target checks leave other objects (lists, bytes, numbers among text) to
+    :func:`check_target`, which names them."""
+    return (pd.api.types.is_object_dtype(y.dtype) or pd.api.types.is_string_dtype(y.dtype)) \
+        and all(isinstance(v, str) for v in present)
+
+
+def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
+    """Refuse a text target that is numbers but for a few cells (at least
+    ``MOSTLY_NUMERIC_PERCENT`` %), or numbers written with thousands separators, when
+    those numbers are a regression target (fractional, or more than ``MAX_CLASSES``
+    values; ``regression``: the task says so).
+
+    A file's column of measurements with one typo ("151x") or separators ("3,456") is
+    read as text, and text is classification: every distinct value became a class of
+    its own, and a k-NN classifier of hundreds of one-row classes was valued and cleansed
+    (75 of 221 rows removed) without a word. Feature columns get the same check
+    (:func:`_check_typos`); text labels among numbers that make a few classes ("0", "1",
+    "other") are left alone, and so are categories and booleans, labels by declaration.
+    """
+    present = y[y.notna()]
+    if not _all_text(y, present):
+        return
+    text = present.map(lambda v: v.strip() if isinstance(v, str) else v)
+    grouped = text.map(lambda v: isinstance(v, str) and _GROUPED.fullmatch(v) is not None
+                       ).to_numpy(dtype=bool)
+    plain = text.where(~grouped, text.map(lambda v: str(v).replace(",", "")))
+    numbers = pd.to_numeric(plain.astype(object), errors="coerce")
+    bad = numbers.isna().to_numpy()
+    n_bad = int(bad.sum())
+    if not len(present) or not (n_bad or grouped.any()) or \
+            100 * (len(present) - n_bad) < MOSTLY_NUMERIC_PERCENT * len(present):
+        return  # text labels (some of them digits), or numbers given as text throughout
+    values = numbers[~bad].to_numpy(dtype=float)
+    fractional = bool(np.any(np.mod(values[np.isfinite(values)], 1) != 0))
+    if not (regression or fractional or len(np.unique(values)) > MAX_CLASSES):
+        return  # a few whole numbers and some text: class labels
+    name = y.name
+    if n_bad:
+        cells = ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
+                          for i in np.flatnonzero(bad)[:3]) + (", ..." if n_bad > 3 else "")
+        why = ("a regression target must be numbers" if regression else
+               "read as text, each distinct value would be a class of its own")
+        raise ParameterError(
+            f"target column {name!r} holds numbers except in {n_bad} "
+            f"cell{'s' if n_bad > 1 else ''}: {cells}; {why}. Correct those cells or drop "
+            "those rows, or give `task` classification if they are class labels.", "task")
+    first = int(np.argmax(grouped))
+    raise ParameterError(
+        f"target column {name!r} holds numbers written with thousands separators "
+        f"({present.iloc[first]!r:.40} in row {present.index[first]}, and "
+        f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
+        "they are read as numbers, or give `task` classification if they are class labels.",
+        "task")
+
+
+def _check_label_per_row(y: pd.Series) -> None:
+    """Refuse, when the task is inferred, a text target of more than ``MAX_CLASSES``
+    labels with fewer than 3 rows each on average (the default split trains on half the
+    rows: such a label has one training row or none).
+
+    Such a column is no set of classes: numbers written with a unit or currency ("$151.00",
+    "12%"), or a name or id column given as the target. Read as classification, the run
+    valued a k-NN classifier of hundreds of one-row classes, which can predict none of them,
+    with only scikit-learn's warning that ``y`` "could represent a regression problem".
+    ``task`` given as classification keeps them as classes; categories are labels by
+    declaration.
+    """
+    if not _all_text(y, y[y.notna()]):
+        return
+    n_labels = int(y.nunique())
+    if n_labels <= MAX_CLASSES or len(y) >= 3 * n_labels:
+        return
+    shown = ", ".join(f"{plain_value(v)!r:.30}" for v in pd.unique(y.dropna())[:3])
+    raise ParameterError(
+        f"target column {y.name!r} has {n_labels:,} different labels in {len(y):,} rows "
+        f"({shown}, ...), fewer than 3 rows each on average: as classes, most would have "
+        "one training row or none, which no model can learn. If it holds numbers written "
+        "with a unit or currency, write them as plain numbers (151.0, not $151.00) for "
+        "regression; if it names the rows, choose another "
+        "target column; if they are class labels, give `task` classification.", "task")
 
 
 def check_target(y: pd.Series, task: str, min_classes: int = 2,
@@ -377,9 +463,14 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                              "target must be real; value its real part (np.real) or its "
                              "magnitude (np.abs), or each in a run of its own.")
         if not numeric:
+            _check_numeric_text_target(y, regression=True)
+            # the first cell that is no number: the first row's could be one ("151.0")
+            odd = pd.to_numeric(y.astype(object), errors="coerce").isna().to_numpy()
+            example = y.iloc[int(np.argmax(odd))]
             raise ParameterError(
-                f"target column {name!r} is not numeric (e.g. {y.iloc[0]!r}) but the task is "
-                "regression: use `task` classification or a numeric target.", "task"
+                f"target column {name!r} is not numeric (e.g. {plain_value(example)!r}) but "
+                "the task is regression: use `task` classification or a numeric target.",
+                "task"
             )
         values = y.to_numpy(dtype=float)
         check_squarable(values, f"target column {name!r}")

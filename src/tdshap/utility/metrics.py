@@ -41,14 +41,39 @@ def _r2(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else 0.0
 
 
-def finite_predictions(pred: Any, method: str = "predict") -> Any:
+def one_per_row(pred: Any, rows: int, method: str = "predict") -> Any:
+    """``pred`` (what a fitted model's ``method`` returned for ``rows`` rows), unless it
+    is not one prediction per row: a 1-D array for ``predict``, one row of class
+    probabilities per row for ``predict_proba``.
+
+    A regressor whose ``predict`` gives a column (shape ``(n, 1)``, as many wrapped
+    networks do) broadcast against the ``(n,)`` targets into an ``n x n`` table of every
+    pair's error: the scores were silently the wrong ones (cleansing removed 42 rows of
+    100 where the same model's 1-D predictions removed 5), or an index error deep in
+    numpy. Refused here, the fit counts as a failed one, and the run's error names this.
+    """
+    shape = np.shape(pred)
+    want = 2 if method == "predict_proba" else 1
+    if len(shape) != want or shape[0] != rows:
+        fix = ("one row of class probabilities per row, shape (n_rows, n_classes)"
+               if want == 2 else "one value per row, a 1-D array of shape (n_rows,) (e.g. "
+               "return np.ravel(pred) from predict)")
+        raise ValueError(f"the fitted model's {method} returned an array of shape {shape} "
+                         f"for {rows:,} rows: it must return {fix}.")
+    return pred
+
+
+def finite_predictions(pred: Any, method: str = "predict", rows: int | None = None) -> Any:
     """``pred`` (what a fitted model's ``method`` returned), unless it holds NaN or
-    infinite numbers.
+    infinite numbers (or, given the number of ``rows`` predicted, is not
+    :func:`one_per_row`).
 
     Scored as they are, a NaN equals no label (accuracy 0 for every subset, so every
     value 0) and an infinite error makes a score that is no number: the fit is refused
     here, so the utility counts it as a failed fit and a run can stop on too many.
     """
+    if rows is not None:
+        one_per_row(pred, rows, method)
     arr = np.asarray(pred)
     if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
         bad = int(np.count_nonzero(~np.isfinite(arr)))
@@ -74,13 +99,17 @@ def row_scores(model: Any, X: np.ndarray, y: np.ndarray, metric: str) -> np.ndar
     """
     if metric == TRUE_CLASS_PROBA:
         proba = finite_predictions(np.asarray(model.predict_proba(X), dtype=float),
-                                   "predict_proba")
+                                   "predict_proba", len(X))
         classes = np.asarray(model.classes_)
+        if proba.shape[1] != len(classes):  # columns not those of classes_: wrong classes
+            raise ValueError(f"the fitted model's predict_proba returned {proba.shape[1]} "
+                             f"columns for its {len(classes)} classes_: it must return one "
+                             "column per class, in the order of classes_.")
         pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
         return np.where(classes[pos] == y, proba[np.arange(len(y)), pos], 0.0)
     if metric not in ROW_METRICS:
         raise ValueError(f"metric={metric!r} has no per-row score: use one of {ROW_METRICS}.")
-    pred = finite_predictions(model.predict(X))
+    pred = finite_predictions(model.predict(X), rows=len(X))
     if metric == "accuracy":
         return np.asarray(pred == y, dtype=float)
     err = np.asarray(y, dtype=float) - np.asarray(pred, dtype=float)
@@ -186,7 +215,7 @@ class MetricSpec:
 
 def _prediction_scorer(fn: PredictionMetric) -> Scorer:
     def scorer(estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
-        return fn(y, finite_predictions(estimator.predict(X)))
+        return fn(y, finite_predictions(estimator.predict(X), rows=len(X)))
 
     return scorer
 
