@@ -389,8 +389,7 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
         return  # a few whole numbers and some text: class labels
     name = y.name
     if n_bad:
-        cells = ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
-                          for i in np.flatnonzero(bad)[:3]) + (", ..." if n_bad > 3 else "")
+        cells = _cells(present, bad)
         why = ("a regression target must be numbers" if regression else
                "read as text, each distinct value would be a class of its own")
         raise ParameterError(
@@ -803,14 +802,20 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str,
                               "measurement, correct or blank its text cells.", UserWarning,
                               stacklevel=3)
             continue
-        cells = ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
-                          for i in np.flatnonzero(bad)[:3]) + (", ..." if n_bad > 3 else "")
+        cells = _cells(present, bad)
         raise ParameterError(
             f"column {c!r} of the {what} holds numbers except in {n_bad} "
             f"cell{'s' if n_bad > 1 else ''}: {cells}. Correct those cells, or blank them (NaN "
             "in a DataFrame) to make them missing values, which `impute` fills; a column "
             "meant as text must be text throughout (e.g. prefix codes with a letter, or in "
             "Python give it as a pandas category).", "impute")
+
+
+def _cells(present: pd.Series, bad: np.ndarray) -> str:
+    """The first three ``bad`` cells of a column, with their rows, for an error."""
+    n_bad = int(bad.sum())
+    return ", ".join(f"{plain_value(present.iloc[i])!r:.40} (row {present.index[i]})"
+                     for i in np.flatnonzero(bad)[:3]) + (", ..." if n_bad > 3 else "")
 
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"
