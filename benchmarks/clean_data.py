@@ -137,13 +137,17 @@ def main() -> None:
     parser.add_argument("--own-label", action="store_true",
                         help="exact k-NN Shapley credits each row with its own query "
                         "(KNNShapley's own_label; tdshap.app.valuer.OWN_LABEL)")
+    parser.add_argument("--query-clip", type=float, default=valuer.QUERY_CLIP,
+                        help="the width, in robust SD, of a regressor's training queries' "
+                        "clip (tdshap.app.valuer.QUERY_CLIP; default %(default)s)")
     args = parser.parse_args()
     tdshap.cut.ELIGIBILITY_CONTROL = args.eligibility
+    valuer.QUERY_CLIP = args.query_clip
     if args.own_label:
         valuer.OWN_LABEL = valuer.EVERY_OWN_LABEL
     print(f"# {platform.machine()} Python {platform.python_version()}, {args.seeds} seeds, "
           f"max_iter {args.max_iter}, method {args.method}"
-          f"{' with own_label' if args.own_label else ''}, "
+          f"{' with own_label' if args.own_label else ''}, query clip {args.query_clip}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if not args.no_clean:
         rounds = "" if args.max_iter == DEFAULT_MAX_ITER else f" but max_iter={args.max_iter}"

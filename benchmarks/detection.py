@@ -368,7 +368,8 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "tiny_reg": (lambda: make_regression(100, 4, noise=10.0, random_state=47), "regression"),
     # added in session 29 after the regressor's queries were clipped (3 robust SD, chosen
     # before these existed) and measured once: targets whose shape a robust SD may misread
-    # (log-normal, counts, two modes, noise that grows with a feature, skewed noise)
+    # (log-normal, counts, two modes, noise that grows with a feature, skewed noise);
+    # session 30's width of 1 robust SD was chosen with them among the fifteen sets
     "lognormal": (_lognormal, "regression"),
     "counts": (_counts, "regression"),
     "bimodal": (_bimodal, "regression"),
@@ -681,6 +682,13 @@ METHODS: dict[str, Method] = {
     "find_harmful-noclip": Method(_with_setting("QUERY_CLIP", None), "find_harmful with "
                                   "a regressor's training queries' targets as given (before "
                                   "session 29: no query_clip)"),
+    "find_harmful-clip2": Method(_with_setting("QUERY_CLIP", 2.0), "find_harmful with a "
+                                 "regressor's training queries' targets clipped at 2 robust "
+                                 "SD of their neighbours' prediction"),
+    "find_harmful-clip3": Method(_with_setting("QUERY_CLIP", 3.0), "find_harmful with a "
+                                 "regressor's training queries' targets clipped at 3 robust "
+                                 "SD of their neighbours' prediction (session 29's default; "
+                                 "now 1)"),
     "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL), "find_harmful with exact "
                                "k-NN Shapley's own_label wherever it takes exact k-NN "
                                "Shapley (each row's own query counts for it)"),
