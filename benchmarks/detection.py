@@ -231,6 +231,16 @@ def _scaled() -> tuple[np.ndarray, np.ndarray]:
     return X * np.array([1e-6, 1.0, 1e6, 1.0, 1e3, 1.0]), y
 
 
+def _rows_of(load: Callable[..., Any], n: int, seed: int, **kwargs: Any
+             ) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """``n`` rows of a scikit-learn set, one seeded draw (a small set made of a known one)."""
+    def rows() -> tuple[np.ndarray, np.ndarray]:
+        X, y = load(return_X_y=True, **kwargs)
+        keep = np.random.default_rng(seed).choice(len(y), n, replace=False)
+        return X[keep], y[keep]
+    return rows
+
+
 def _heavy_tailed() -> tuple[np.ndarray, np.ndarray]:
     X, y = make_regression(600, 6, noise=0.0, random_state=46)
     return X, y + 15.0 * np.random.default_rng(46).standard_t(2, len(y))
@@ -375,9 +385,24 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "bimodal": (_bimodal, "regression"),
     "hetero": (_hetero, "regression"),
     "skew_noise": (_skew_noise, "regression"),
+    # added in session 30 after `tiny` missed: small classification sets (50-60 training
+    # rows), to see whether the miss is of one set or of small sets
+    "tiny_a": (lambda: make_classification(100, 5, n_informative=3, random_state=142),
+               "classification"),
+    "tiny_b": (lambda: make_classification(100, 8, n_informative=4, random_state=143),
+               "classification"),
+    "tiny_c": (lambda: make_classification(120, 4, n_informative=2, n_redundant=0,
+                                           n_clusters_per_class=1, random_state=144),
+               "classification"),
+    "tiny_wine": (_rows_of(load_wine, 100, 1), "classification"),
+    "tiny_bc": (_rows_of(load_breast_cancer, 100, 2), "classification"),
+    "tiny_iris": (_rows_of(load_iris, 100, 3), "classification"),
+    "tiny_moons": (lambda: make_moons(100, noise=0.2, random_state=145), "classification"),
+    "tiny_digits": (_rows_of(load_digits, 120, 4, n_class=4), "classification"),
 }
 #: --datasets groups: the five sets added as a first unseen check, session 23's eight,
-#: session 26's eight and session 29's five regression targets
+#: session 26's eight, session 29's five regression targets and session 30's small
+#: classification sets
 GROUPS: dict[str, tuple[str, ...]] = {
     "extra": ("breast_cancer", "moons", "blobs8", "hard_binary", "linear"),
     "unseen": ("hard_sep", "four_class", "moons35", "blobs4", "weighted", "quantiles2",
@@ -385,6 +410,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "rehearsal": ("tiny", "many_class", "imb95", "dup", "const", "scaled", "heavy",
                   "tiny_reg"),
     "targets": ("lognormal", "counts", "bimodal", "hetero", "skew_noise"),
+    "small": ("tiny", "tiny_a", "tiny_b", "tiny_c", "tiny_wine", "tiny_bc", "tiny_iris",
+              "tiny_moons", "tiny_digits"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 
