@@ -927,6 +927,87 @@ def test_a_rename_failing_part_way_in_place_puts_everything_back(
     folder.release()
 
 
+def test_ctrl_c_while_renaming_in_place_puts_everything_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or SIGTERM, which the command turns into the same exit) between two renames
+    in place was no OSError: nothing was put back, the new values.csv stayed beside the old
+    report, and the user's file moved aside was deleted with the staging folder."""
+    import tdshap.app.outdir as outdir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "values.csv").write_text("the user's")
+    names = ["values.csv", "result.json", "report.md"]
+    folder = outdir.OutputFolder(out, force=True, known=tuple(names))
+    folder.check([], names)
+    folder.claim()
+    before = snapshot(out)
+
+    def write(stage: Path) -> list[str]:
+        for name in names:
+            (stage / name).write_text("new")
+        return names
+
+    real_replace = os.replace
+
+    def interrupted(src: Any, dst: Any) -> None:
+        if Path(src).name == "report.md" and outdir.STAGING in str(src):
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(outdir.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        folder.publish(write, {})
+    assert snapshot(out) == before
+    assert (out / "values.csv").read_text() == "the user's"
+    assert not [p for p in out.iterdir() if outdir.STAGING in p.name]
+    folder.release()
+
+
+def test_ctrl_c_between_the_two_renames_of_a_swap_puts_the_old_set_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the folders cannot be exchanged in one step, --out is renamed aside and the
+    staging folder into its place: Ctrl-C between the two left no --out, and the old set
+    aside under a name the next run's sweep deletes."""
+    import tdshap.app.outdir as outdir
+
+    out = tmp_path / "out"
+    folder = outdir.OutputFolder(out, known=("values.csv",))
+    folder.check([], ["values.csv"])
+    folder.claim()
+
+    def write(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("old")
+        return ["values.csv"]
+
+    folder.publish(write, {})
+    folder.release()
+    before = snapshot(out)
+    folder = outdir.OutputFolder(out, known=("values.csv",))
+    folder.check([], ["values.csv"])
+    folder.claim()
+    real_rename = os.rename
+
+    def interrupted(src: Any, dst: Any) -> None:
+        if Path(src).name.endswith(f"{outdir.STAGING}{os.getpid()}"):  # not the way back
+            raise KeyboardInterrupt
+        real_rename(src, dst)
+
+    monkeypatch.setattr(outdir, "exchange", lambda a, b: False)
+    monkeypatch.setattr(outdir.os, "rename", interrupted)
+    def write_new(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("new")
+        return ["values.csv"]
+
+    with pytest.raises(KeyboardInterrupt):
+        folder.publish(write_new, {})
+    monkeypatch.setattr(outdir.os, "rename", real_rename)
+    folder.release()
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def test_force_never_replaces_a_folder_named_as_an_output(work: Path) -> None:
     (work / "victim" / "values.csv").mkdir()
     (work / "victim" / "values.csv" / "inside.txt").write_text("mine too")

@@ -421,15 +421,20 @@ class OutputFolder:
         if not exchange(stage, self.real):
             old = self.real.parent / f".{self.real.name}{STAGING}old-{os.getpid()}"
             os.rename(self.real, old)
-            os.rename(stage, self.real)
+            try:
+                os.rename(stage, self.real)
+            except BaseException:  # a failure or Ctrl-C between the two: the old set goes
+                # back to --out (left aside, a later run's sweep would delete it)
+                os.rename(old, self.real)
+                raise
             stage = old
         shutil.rmtree(stage, ignore_errors=True)  # the old set (and the old lock)
 
     def _rename_in(self, stage: Path, written: list[str], files: list[str]) -> None:
         """Rename the outputs in one by one, the manifest last, each file they replace (and
         each old output the new set lacks) moved aside first, so that a failure part-way
-        (a folder with an output's name, an I/O error) puts every moved file back and takes
-        the new ones out: the set is published whole or not at all."""
+        (a folder with an output's name, an I/O error, Ctrl-C) puts every moved file back and
+        takes the new ones out: the set is published whole or not at all."""
         self._refuse_folders(written)
         aside = stage / f"{STAGING}replaced"
         aside.mkdir()
@@ -447,7 +452,8 @@ class OutputFolder:
                     moved.append(name)
                 os.replace(stage / name, self.real / name)
                 placed.append(name)
-        except OSError:
+        except BaseException:  # Ctrl-C too: the caller removes the staging folder, and
+            # with it each file moved aside that was not put back
             for name in reversed(placed):
                 with contextlib.suppress(OSError):
                     (self.real / name).unlink()
