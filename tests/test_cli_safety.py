@@ -386,6 +386,60 @@ def test_full_disk_while_publishing_leaves_the_previous_set(
     assert not [p for p in work.rglob("*") if "tdshap-new" in p.name or ".tmp-" in p.name]
 
 
+SLOW_PUBLISH_LAUNCHER = """
+import sys, time
+from pathlib import Path
+import tdshap.app.outdir as outdir
+
+MARK = Path(sys.argv.pop(1))
+_exchange = outdir.exchange
+
+def slow(a, b):  # the staging folder is complete beside --out: the moment of publishing
+    MARK.write_text("publishing")
+    time.sleep(120)
+    return _exchange(a, b)
+
+outdir.exchange = slow
+from tdshap.app.cli import main
+sys.argv[0] = "tdshap"
+main()
+"""
+
+
+def test_sigterm_while_publishing_leaves_the_previous_set_and_no_staging(
+        work: Path, tmp_path_factory: pytest.TempPathFactory,
+        first_run: Callable[..., Path]) -> None:
+    """SIGTERM (kill, a scheduler's time limit) ended the process where it stood: the
+    complete staging folder stayed beside --out, outside it, and the lock inside it; it now
+    ends the run as Ctrl-C does, each of them removed."""
+    import signal
+    import time
+
+    first_run()
+    before = snapshot(work)
+    side = tmp_path_factory.mktemp("launcher")
+    launcher, mark = side / "slow.py", side / "publishing"
+    launcher.write_text(SLOW_PUBLISH_LAUNCHER)
+    proc = subprocess.Popen(
+        [sys.executable, str(launcher), str(mark), "clean", "wine.csv", "--target", "target",
+         "--out", "out", "--seed", "1", *FAST], cwd=work, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):
+            if mark.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert mark.exists(), proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0 and "Traceback" not in err, err
+    after = snapshot(work)
+    assert {k: v for k, v in after.items() if k != "out/run.tdshap"} == \
+        {k: v for k, v in before.items() if k != "out/run.tdshap"}
+
+
 def test_a_writer_that_fails_leaves_no_staging_folder(tmp_path: Path) -> None:
     from tdshap.app.outdir import OutputFolder
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from importlib.metadata import version
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -21,6 +24,20 @@ MAX_TRIALS = 10_000
 @click.version_option(version("tdshap"), prog_name="tdshap")
 def main() -> None:
     """Find the training rows that hurt a model, fast (Thresholding Data Shapley)."""
+    _stop_on_sigterm()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm() -> None:
+    """End the run on SIGTERM (kill, a scheduler's time limit) as on Ctrl-C: by default it
+    ended the process where it stood, leaving a complete staging folder beside --out (outside
+    it), the lock, and half a set where files are renamed in one by one; as Ctrl-C the
+    checkpoint is saved and every one of those is cleaned up."""
+    with contextlib.suppress(ValueError):  # main() called from a thread (an embedding app)
+        signal.signal(signal.SIGTERM, _interrupt)
 
 
 @main.command(cls=OneLineCommand)
