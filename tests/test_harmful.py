@@ -421,6 +421,29 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     TableEncoder().fit(pd.DataFrame({"name": [f"Doe, J{i % 5}" for i in range(40)]}))
 
 
+@pytest.mark.parametrize(("cell", "words"), [
+    (lambda v: f"{v:.2f}".replace(".", ","), r"a decimal comma \('1\d\d,\d\d' in row 0"),
+    # three decimals read like thousands: only "remove the separators" was said
+    (lambda v: f"{v:.3f}".replace(".", ","), r"thousands separators \('1\d\d,\d\d\d' in row "
+     r"0, and 39 more\): remove the separators \(3456, not 3,456\), or if the commas are "
+     r"decimal commas, write a decimal point"),
+    (lambda v: f"{v - 170:.3f}".replace(".", ","), r"a decimal comma \('-?\d+,\d\d\d' in row \d+"),
+    (lambda v: f"{v - 170:.1f}".replace("-", "\u2212"), r"a minus sign other than '-'"),
+    (lambda v: f"\xa0{v:.1f}\xa0", r"non-breaking or other non-ASCII spaces"),
+], ids=["decimal-comma", "comma-or-thousands", "decimal-comma-1,234", "minus-sign", "nbsp"])
+def test_numbers_in_another_notation_are_refused_naming_it(cell: Any, words: str) -> None:
+    # read as text, a different one in every row: set aside as "row names" with a warning
+    # that called the measurement an id, or (repeated) one-hot levels without a word
+    cells = [cell(v) for v in np.random.default_rng(0).normal(170, 8, 40)]
+    train = pd.DataFrame({"height": cells, "colour": ["red", "blue"] * 20})
+    with pytest.raises(ValueError, match=r"column 'height' of the training data holds "
+                       rf"numbers written with {words}"):
+        TableEncoder().fit(train)
+    with pytest.raises(ValueError, match=rf"target column 'height' holds numbers written "
+                       rf"with {words}.* or give `task` classification"):
+        infer_task(train["height"])
+
+
 def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
     # read as text, the target was classification: every height a class of its own, and
     # the run valued (and cleansed) a classifier of 40 one-row classes without a word

@@ -25,7 +25,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
-      thousands separators (``3,456``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
+      thousands separators (``3,456``), a decimal comma (``3,5``), a typographic minus
+      (``−2``, U+2212) or non-breaking spaces; one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
       Missing-value markers the reader knows (empty, ``NA``, ``n/a``, ``null``...) are
       missing values, not typos; a ``pandas`` category column is taken as text as it is;
@@ -359,8 +360,9 @@ def _all_text(y: pd.Series, present: pd.Series) -> bool:
 
 def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
     """Refuse a text target that is numbers but for a few cells (at least
-    ``MOSTLY_NUMERIC_PERCENT`` %), or numbers written with thousands separators, when
-    those numbers are a regression target (fractional, or more than ``MAX_CLASSES``
+    ``MOSTLY_NUMERIC_PERCENT`` %), or numbers in a notation the reader does not take
+    (:func:`_notation`: thousands separators, a decimal comma...), when those numbers are
+    a regression target (fractional, or more than ``MAX_CLASSES``
     values; ``regression``: the task says so).
 
     A file's column of measurements with one typo ("151x") or separators ("3,456") is
@@ -373,14 +375,11 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
     present = y[y.notna()]
     if not _all_text(y, present):
         return
-    text = present.map(lambda v: v.strip() if isinstance(v, str) else v)
-    grouped = text.map(lambda v: isinstance(v, str) and _GROUPED.fullmatch(v) is not None
-                       ).to_numpy(dtype=bool)
-    plain = text.where(~grouped, text.map(lambda v: str(v).replace(",", "")))
-    numbers = pd.to_numeric(plain.astype(object), errors="coerce")
+    foreign, plain, kind = _notations(present.map(lambda v: v.strip(" \t")))
+    numbers = pd.to_numeric(plain, errors="coerce")
     bad = numbers.isna().to_numpy()
     n_bad = int(bad.sum())
-    if not len(present) or not (n_bad or grouped.any()) or \
+    if not len(present) or not (n_bad or foreign.any()) or \
             100 * (len(present) - n_bad) < MOSTLY_NUMERIC_PERCENT * len(present):
         return  # text labels (some of them digits), or numbers given as text throughout
     values = numbers[~bad].to_numpy(dtype=float)
@@ -396,13 +395,8 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
             f"target column {name!r} holds numbers except in {n_bad} "
             f"cell{'s' if n_bad > 1 else ''}: {cells}; {why}. Correct those cells or drop "
             "those rows, or give `task` classification if they are class labels.", "task")
-    first = int(np.argmax(grouped))
-    raise ParameterError(
-        f"target column {name!r} holds numbers written with thousands separators "
-        f"({present.iloc[first]!r:.40} in row {present.index[first]}, and "
-        f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
-        "they are read as numbers, or give `task` classification if they are class labels.",
-        "task")
+    raise _notation_error(f"target column {name!r}", present, str(kind),
+                          ", or give `task` classification if they are class labels.")
 
 
 def _check_label_per_row(y: pd.Series) -> None:
@@ -791,7 +785,7 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str,
         present = col[col.notna()]
         bad = pd.to_numeric(present, errors="coerce").isna().to_numpy()
         n_bad = int(bad.sum())
-        _check_grouped(c, present, bad, what)
+        _check_notation(c, present, bad, what)
         if not n_bad:  # all numbers (or none present): nothing to say
             continue
         share = 100 * (len(present) - n_bad) / len(present)
@@ -820,24 +814,89 @@ def _cells(present: pd.Series, bad: np.ndarray) -> str:
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"
 _GROUPED = re.compile(r"[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?")
+#: a number with one comma and three digits after it: "171,006" could be either
+_ONE_GROUP = re.compile(r"[+-]?[1-9][0-9]{0,2},[0-9]{3}")
+#: a number written with a decimal comma: "3,5", "-0,126"
+_DECIMAL_COMMA = re.compile(r"[+-]?[0-9]*,[0-9]+([eE][+-]?[0-9]+)?")
+#: a number as the reader takes it
+_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+#: signs a word processor or a locale writes for minus: minus sign, figure and en dash,
+#: small and full-width hyphen-minus
+_MINUS_SIGNS = "\u2212\u2012\u2013\ufe63\uff0d"
+#: each notation the reader does not take: how it writes numbers, and the fix
+_NOTATIONS = {
+    "grouped": ("written with thousands separators", "remove the separators (3456, not 3,456)"),
+    # "171,006": 171006, or 171.006 with a decimal comma; only the user knows
+    "grouped?": ("written with thousands separators", "remove the separators (3456, not "
+                 "3,456), or if the commas are decimal commas, write a decimal point (3.456)"),
+    "comma": ("written with a decimal comma", "write them with a decimal point (3.5, not 3,5)"),
+    "minus": ("written with a minus sign other than '-' (U+2212 or a dash)",
+              "replace it with the plain '-' (hyphen-minus)"),
+    "space": ("written with non-breaking or other non-ASCII spaces",
+              "remove those spaces (a spreadsheet's thousands or padding spaces)"),
+}
 
 
-def _check_grouped(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> None:
-    """Refuse a text column of numbers written with thousands separators: read as text, it
-    became levels, or (a different one in every row) was set aside as row names."""
+def _notation(cell: Any) -> tuple[str, str] | None:
+    """``(notation, the number as the reader takes it)`` for a text cell that is a number
+    in a notation of :data:`_NOTATIONS` (the first problem it has), else None: read as
+    text, a column of them became one-hot levels, or row names that were dropped."""
+    if not isinstance(cell, str):
+        return None
+    text = cell.strip(" \t")
+    if _GROUPED.fullmatch(text) and not re.match(r"[+-]?0,", text):  # "0,126": a comma
+        return "grouped", text.replace(",", "")
+    kind = None
+    plain = "".join(ch for ch in text if not ch.isspace())  # "\xa03 456": not ASCII spaces
+    if plain != text:
+        kind = "space"
+    if plain[:1] in _MINUS_SIGNS:
+        plain, kind = "-" + plain[1:], kind or "minus"
+    if _DECIMAL_COMMA.fullmatch(plain):
+        plain, kind = plain.replace(",", "."), kind or "comma"
+    return (kind, plain) if kind and _PLAIN_NUMBER.fullmatch(plain) else None
+
+
+def _notations(cells: pd.Series) -> tuple[np.ndarray, pd.Series, str | None]:
+    """For text cells of one column: which are numbers in a notation of :data:`_NOTATIONS`,
+    the cells as the reader would take them (the others unchanged), and the column's
+    notation (a decimal comma where any cell has one: "1,234" among "0,5" is one too)."""
+    found = [_notation(v) for v in cells]
+    foreign = np.array([k is not None for k in found], dtype=bool)
+    plain = pd.Series([v if k is None else k[1] for v, k in zip(cells, found, strict=True)],
+                      index=cells.index, dtype=object)
+    kinds = {k[0] for k in found if k is not None}
+    kind = "comma" if "comma" in kinds else next((k[0] for k in found if k is not None), None)
+    if kind == "grouped" and all(_ONE_GROUP.fullmatch(v.strip(" \t")) for v in cells[foreign]):
+        kind = "grouped?"
+    return foreign, plain, kind
+
+
+def _notation_error(subject: str, cells: pd.Series, kind: str, tail: str) -> ParameterError:
+    """The error for ``cells`` (text cells of one column) written in the notation ``kind``."""
+    written, fix = _NOTATIONS[kind]
+    found = [_notation(v) for v in cells]
+    first = next(i for i, k in enumerate(found) if k is not None and k[0] == kind.rstrip("?"))
+    n_more = sum(k is not None for k in found) - 1
+    return ParameterError(
+        f"{subject} holds numbers {written} ({cells.iloc[first]!r:.40} in row "
+        f"{cells.index[first]}, and {n_more} more): {fix} so that they are read as numbers"
+        f"{tail}", "X" if subject.startswith("column") else "task")
+
+
+def _check_notation(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> None:
+    """Refuse a text column of numbers written in a notation the reader does not take
+    (:func:`_notation`: thousands separators, a decimal comma, a typographic minus,
+    non-breaking spaces): read as text, it became levels, or (a different one in every
+    row) was set aside as row names, with a warning that called it an id."""
     if not bad.any():
         return
-    grouped = np.array([isinstance(v, str) and _GROUPED.fullmatch(v.strip()) is not None
-                        for v in present[bad]])
-    if not grouped.any() or \
-            100 * (len(present) - int((~grouped).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
+    foreign, _, kind = _notations(present[bad])
+    if kind is None or \
+            100 * (len(present) - int((~foreign).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
         return
-    first = int(np.flatnonzero(bad)[np.argmax(grouped)])
-    raise ParameterError(
-        f"column {c!r} of the {what} holds numbers written with thousands separators "
-        f"({present.iloc[first]!r:.40} in row {present.index[first]}, and "
-        f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
-        "they are read as numbers; a column meant as text must be text throughout.", "X")
+    raise _notation_error(f"column {c!r} of the {what}", present[bad], kind,
+                          "; a column meant as text must be text throughout.")
 
 
 def _check_finite(num: pd.DataFrame) -> None:
