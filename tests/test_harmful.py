@@ -286,6 +286,21 @@ def test_a_table_that_still_holds_the_target_is_refused() -> None:
         tdshap.find_harmful(frame, frame["t"], LogisticRegression())
 
 
+def test_a_copy_of_the_target_under_another_name_is_warned_of() -> None:
+    # a copy ("label_copy", the target encoded again): every model read the answer from it
+    # and every row seemed about as good, with no word
+    from tdshap.app.harmful import prepare
+
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"])
+    y = pd.Series(_Y, name="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepare(frame, y)  # no copy: no warning
+    with pytest.warns(UserWarning, match=r"feature column 'copy' equals the target 't' in "
+                      r"every row: every model reads the answer from it"):
+        prepare(frame.assign(copy=_Y), y)
+
+
 def test_a_complex_regression_target_is_refused() -> None:
     # its imaginary parts were dropped, with only numpy's ComplexWarning
     X, y = _X, np.arange(len(_X), dtype=float)
