@@ -244,6 +244,17 @@ def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
                   words=words)
 
 
+@pytest.mark.parametrize(("args", "words"), [
+    (["nonexist"], ("No such command 'nonexist'",)),
+    (["cleen", "wine.csv"], ("No such command 'cleen'", "Did you mean 'clean'?")),
+    (["--bogus", "clean"], ("No such option '--bogus'",)),
+])
+def test_an_unknown_command_or_option_of_the_group_is_one_line(
+        work: Path, args: list[str], words: tuple[str, ...]) -> None:
+    # the group's own errors came with the usage line and a hint: three lines, not one
+    check_refused(work, *args, words=words)
+
+
 def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
     res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
                  cwd=work)

@@ -11,7 +11,14 @@ from types import FrameType
 import click
 
 from tdshap._validation import MAX_SEED, check_seed_span
-from tdshap.app.cli_clean import GivenPath, OneLineCommand, clean, one_line_errors, value
+from tdshap.app.cli_clean import (
+    GivenPath,
+    OneLineCommand,
+    OneLineGroup,
+    clean,
+    one_line_errors,
+    value,
+)
 from tdshap.app.outdir import OutputFolder
 from tdshap.utility.parallel import check_n_jobs
 
@@ -20,7 +27,7 @@ from tdshap.utility.parallel import check_n_jobs
 MAX_TRIALS = 10_000
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("tdshap"), prog_name="tdshap")
 def main() -> None:
     """Find the training rows that hurt a model, fast (Thresholding Data Shapley)."""

@@ -384,6 +384,10 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     return [*written, "report.md"]
 
 
+def _one_line(err: click.UsageError) -> InputError:
+    return InputError(" ".join(f"{err.format_message()} (see --help)".split()))
+
+
 class OneLineCommand(click.Command):
     """A command whose option errors are one ``Error:`` line too (no usage text)."""
 
@@ -391,8 +395,27 @@ class OneLineCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as err:
-            raise InputError(" ".join(f"{err.format_message()} (see --help)".split())) \
-                from None
+            raise _one_line(err) from None
+
+
+class OneLineGroup(click.Group):
+    """The ``tdshap`` group: an unknown command or option is one ``Error:`` line too (it
+    printed the usage and a hint around it); no command at all still prints the help."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as err:
+            raise _one_line(err) from None
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            raise _one_line(err) from None
 
 
 def _outputs(do_cleanse: bool, train: Path, parts: int = 1) -> list[str]:
