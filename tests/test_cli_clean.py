@@ -87,6 +87,14 @@ def _zipped(text: str) -> bytes:
     return buf.getvalue()
 
 
+def _parquet(frame: pd.DataFrame) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    return buf.getvalue()
+
+
 def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     return frame.to_csv(index=False, **kwargs)
 
@@ -103,6 +111,9 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.tsv", lambda: _text(table()).encode(), ("comma-separated", "suffix .csv")),
     ("t.parquet", lambda: _text(table()).encode(), ("does not begin as a Parquet file",
                                                     "suffix .csv")),
+    # pyarrow's words alone, with two full stops: "... not a parquet file.."
+    ("t.parquet", lambda: _parquet(table())[:300], ("as Parquet (ArrowInvalid",
+                                                    "damaged or cut short", "save it as CSV")),
     ("t.csv", lambda: (_text(table()) + "1,2,red,0,9,9\n").encode(),
      ("Expected 4 fields", "quote values that hold the separator")),
     # read as CSV, its header was "[": "target column 'y' is not in ... (its columns: [)"
@@ -111,7 +122,7 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.jsonl", lambda: table().to_json(orient="records", lines=True).encode(),
      ("it is JSON", "lines=True")),
 ], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv", "csv-as-parquet",
-        "extra-fields", "json", "json-lines"])
+        "cut-short-parquet", "extra-fields", "json", "json-lines"])
 def test_a_file_that_is_not_the_text_expected_says_what_it_is(
         tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:
     (tmp_path / name).write_bytes(content())

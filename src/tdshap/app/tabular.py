@@ -162,7 +162,12 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
             raise ValueError(f"cannot read {what} {path} as Parquet: it does not begin as a "
                              "Parquet file does (if it is CSV text, give it the suffix "
                              ".csv).") from None
-        raise ValueError(f"cannot read {what} {path}: {type(err).__name__}: {err}.") from None
+        detail = f"{type(err).__name__}: {str(err).strip().rstrip('.')}"
+        if is_parquet(path):  # it begins as one: pyarrow's words ("magic bytes not found in
+            # footer") name no fix
+            raise ValueError(f"cannot read {what} {path} as Parquet ({detail}): the file is "
+                             "damaged or cut short; write it again, or save it as CSV.") from None
+        raise ValueError(f"cannot read {what} {path}: {detail}.") from None
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
                          "rename them so each column has its own name.")
