@@ -130,6 +130,21 @@ def test_a_file_that_is_not_the_text_expected_says_what_it_is(
     assert_input_error(res, tmp_path / "out", name, *words)
 
 
+@pytest.mark.parametrize(("files", "fraction", "words"), [
+    (["--val"], ["--val-fraction", "0.5"], "--val-fraction 0.5 has no effect with --val"),
+    (["--test"], ["--test-fraction", "0.5"], "--test-fraction 0.5 has no effect with --test"),
+    (["--val"], ["--test-fraction", "0.3"], "--test-fraction 0.3 has no effect with --val"),
+])
+def test_a_fraction_of_train_beside_the_file_of_those_rows_is_refused(
+        tmp_path: Path, files: list[str], fraction: list[str], words: str) -> None:
+    # the fraction was ignored without a word: --val-fraction 0.5 beside --val held out none
+    write(table(), tmp_path / "t.csv")
+    write(table(seed=1), tmp_path / "other.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", *files, "other.csv", *fraction, "--out",
+                 "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", words, "leave out")
+
+
 def test_no_feature_columns(tmp_path: Path) -> None:
     write(table()[["y"]], tmp_path / "t.csv")
     res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)

@@ -434,7 +434,7 @@ def _same_file(a: Path | None, b: Path | None) -> bool:
         return False
 
 
-def _check_options(opts: dict[str, Any]) -> None:
+def _check_options(opts: dict[str, Any], given: set[str]) -> None:
     if opts["id_column"] is not None and opts["id_column"] == opts["target"]:
         raise ValueError(f"--id-column {opts['id_column']!r} is also the --target: the ids "
                          "name the rows, the target is what the model learns; give two columns.")
@@ -450,6 +450,21 @@ def _check_options(opts: dict[str, Any]) -> None:
         raise ValueError(f"--val and --test name the same file ({val}): the cut would be "
                          "chosen and judged on the same rows; give two files, or leave --test "
                          "out to hold out a share of TRAIN.")
+    _check_fractions(opts, given)
+
+
+def _check_fractions(opts: dict[str, Any], given: set[str]) -> None:
+    """Refuse a share of TRAIN to hold out where the held-out rows come from files: the
+    fraction was ignored without a word (--val val.csv --val-fraction 0.5 held out none)."""
+    files = " and ".join(flag for flag, key in (("--val", "val_path"), ("--test", "test_path"))
+                         if opts[key] is not None)
+    for flag, key, purpose, without in (
+            ("--val-fraction", "val_fraction", "validation", ("--val",)),
+            ("--test-fraction", "test_fraction", "testing", ("--val", "--test"))):
+        if key in given and any(f in files for f in without):
+            raise ValueError(f"{flag} {opts[key]} has no effect with {files}: a share of "
+                             f"TRAIN is held out for {purpose} only without "
+                             f"{' and '.join(without)}; leave out {flag}, or {files}.")
 
 
 def _origin(opts: dict[str, Any], test_fraction: float) -> dict[str, Any]:
@@ -476,7 +491,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     ctx = click.get_current_context()
     given = {name for name in opts
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
-    _check_options(opts)
+    _check_options(opts, given)
     train: Path = opts["train"]
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     every_row = opts["every_row"]
