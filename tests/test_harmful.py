@@ -459,6 +459,21 @@ def test_numbers_in_another_notation_are_refused_naming_it(cell: Any, words: str
         infer_task(train["height"])
 
 
+def test_a_column_constant_in_training_but_not_held_out_is_warned_of() -> None:
+    # no model learns from it, yet an RBF SVM's validation accuracy fell from 0.90 to 0.58
+    # on its held-out values, and the rows were valued on those predictions, silently
+    train = pd.DataFrame({"a": np.arange(40.0), "k": 1.0})
+    encoder = TableEncoder().fit(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.transform(train.iloc[:5], "validation data")  # the same constant: quiet
+        encoder.transform(train.assign(k=[1.0, 2.0] * 20), "training data")  # its own rows
+    with pytest.warns(UserWarning, match=r"column 'k' is constant in the training rows \(1\) "
+                      r"but not in the validation data \(20 rows differ, e\.g\. 2 in row 1\)"
+                      r".*drop the column"):
+        encoder.transform(train.assign(k=[1.0, 2.0] * 20), "validation data")
+
+
 def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
     # read as text, the target was classification: every height a class of its own, and
     # the run valued (and cleansed) a classifier of 40 one-row classes without a word
