@@ -145,6 +145,16 @@ def test_a_fraction_of_train_beside_the_file_of_those_rows_is_refused(
     assert_input_error(res, tmp_path / "out", words, "leave out")
 
 
+def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(
+        tmp_path: Path) -> None:
+    # a Parquet file keeps spaces at a name's end: "target column 'y' is not in t.parquet
+    # (its columns: a, b, colour, y )", the space invisible
+    table().rename(columns={"y": "y "}).to_parquet(tmp_path / "t.parquet")
+    res = tdshap("clean", "t.parquet", "--target", "Y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "target column 'Y' is not in",
+                       "its column 'y ' differs only in case or spaces: pass --target 'y '")
+
+
 def test_no_feature_columns(tmp_path: Path) -> None:
     write(table()[["y"]], tmp_path / "t.csv")
     res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)

@@ -264,6 +264,18 @@ _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 _SPACES_NOTE = " (a CSV value's leading spaces are not part of it: ' 007' reads as '007')"
 
 
+def _near_name(columns: pd.Index, name: str, label: str) -> str:
+    """The column ``name`` was likely meant for, differing only in case or in spaces at its
+    ends, for an error: a Parquet file keeps such spaces ("y "), and the list of columns
+    showed none of them."""
+    key = name.strip().casefold()
+    near = [c for c in columns if isinstance(c, str) and c.strip().casefold() == key]
+    if not near:
+        return ""
+    flag = "--target" if label == "target" else "--id-column"
+    return f"; its column {near[0]!r} differs only in case or spaces: pass {flag} {near[0]!r}"
+
+
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
     if id_column is not None and id_column not in frame.columns and \
@@ -273,7 +285,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         if col is not None and col not in frame.columns:
             shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
-                             f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''}).")
+                             f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''})"
+                             f"{_near_name(frame.columns, col, label)}.")
     auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
             and not frame[UNNAMED_INDEX].isna().any()
             and not frame[UNNAMED_INDEX].duplicated().any())
