@@ -474,6 +474,22 @@ def test_a_column_constant_in_training_but_not_held_out_is_warned_of() -> None:
         encoder.transform(train.assign(k=[1.0, 2.0] * 20), "validation data")
 
 
+def test_feature_levels_that_differ_only_in_spaces_at_their_ends_are_warned_of() -> None:
+    # a CSV reader drops the spaces before a value, not after it: "red " was a level of its
+    # own in training, and an unknown level (all zeros) in validation, silently
+    train = pd.DataFrame({"a": np.arange(40.0), "colour": ["red", "blue"] * 20})
+    with pytest.warns(UserWarning, match=r"column 'colour' of the training data holds levels "
+                      r"that differ only in spaces at their ends \('red', 'red '\)"):
+        TableEncoder().fit(train.assign(colour=["red", "blue", "red "] * 13 + ["red"]))
+    encoder = TableEncoder().fit(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.transform(train, "validation data")  # the same spellings: quiet
+    with pytest.warns(UserWarning, match=r"column 'colour' of the validation data holds "
+                      r"'red ', which the training rows spell 'red' \(and 0 more such\)"):
+        encoder.transform(train.assign(colour=["red ", "blue"] * 20), "validation data")
+
+
 def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
     # read as text, the target was classification: every height a class of its own, and
     # the run valued (and cleansed) a classifier of 40 one-row classes without a word

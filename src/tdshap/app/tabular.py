@@ -509,17 +509,23 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
     return y.to_numpy()
 
 
+def _spaced(levels: Any) -> list[str] | None:
+    """The first text ``levels`` (distinct values) that differ only in spaces at their ends
+    ("yes", "yes "), or None."""
+    spellings: dict[str, list[str]] = {}
+    for level in levels:
+        if isinstance(level, str):
+            spellings.setdefault(level.strip(), []).append(level)
+    return next((found for found in spellings.values() if len(found) > 1), None)
+
+
 def _warn_spaced_labels(y: pd.Series, what: str) -> None:
     """Warn of text labels that differ only in spaces at their ends ("yes" and "yes "): a
     CSV reader drops the spaces before a value, not after it, so a stray space made a class
     of its own, silently."""
     if pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
         return
-    spellings: dict[str, list[str]] = {}
-    for level in pd.unique(y.to_numpy()):
-        if isinstance(level, str):
-            spellings.setdefault(level.strip(), []).append(level)
-    split = next((found for found in spellings.values() if len(found) > 1), None)
+    split = _spaced(pd.unique(y.to_numpy()))
     if split is not None:
         warnings.warn(f"target column {y.name!r} of the {what} holds labels that differ only "
                       f"in spaces at their ends ({', '.join(repr(v) for v in split[:3])}): "
@@ -614,6 +620,8 @@ class TableEncoder:
                 sparse_output=False, dtype=float,
             )
             self._onehot.fit(self._filled_text(cat))
+            for c, cats in zip(self.categorical_, self._onehot.categories_, strict=True):
+                _warn_spaced_levels(c, _spaced(cats))
             self.levels_ = {
                 c: [str(v) for v in cats] for c, cats in
                 zip(self.categorical_, self._onehot.categories_, strict=True)
@@ -680,6 +688,8 @@ class TableEncoder:
         if self.categorical_:
             text = self._filled_text(X[self.categorical_].astype(object))
             self._warn_unseen(text, what)
+            if what != "training data":
+                self._warn_respelled(text, what)
             parts.append(self._onehot.transform(text))
         return np.hstack(parts) if parts else np.empty((len(X), 0))
 
@@ -698,6 +708,22 @@ class TableEncoder:
                     f"e.g. {num[pos, j]:g} in row {index[pos]}): no model learns from it, yet "
                     "its other values there move the predictions of some (an RBF SVM, an "
                     "MLP) on every row; drop the column.", UserWarning, stacklevel=3)
+
+    def _warn_respelled(self, text: np.ndarray, what: str) -> None:
+        """Warn of held-out levels that are a training level but for spaces at their ends
+        ("red " for "red"): each was encoded as an unknown level, silently."""
+        for j, c in enumerate(self.categorical_):
+            known = set(self.levels_[c])
+            stripped = {level.strip(): level for level in self.levels_[c]}
+            respelled = [(str(v), stripped[v.strip()]) for v in pd.unique(text[:, j])
+                         if v not in known and v.strip() in stripped]
+            if respelled:
+                held, trained = respelled[0]
+                warnings.warn(f"column {c!r} of the {what} holds {held!r}, which the training "
+                              f"rows spell {trained!r} (and {len(respelled) - 1} more such): "
+                              "a level the training rows lack, encoded as unknown; strip the "
+                              "spaces at the ends of the levels (in the files, or "
+                              "X[col].str.strip()).", UserWarning, stacklevel=3)
 
     def _warn_unseen(self, text: np.ndarray, what: str) -> None:
         """Warn of a text column none of whose values the training rows have (every row
@@ -726,6 +752,17 @@ class TableEncoder:
                             if self._onehot.infrequent_categories_[
                                 self.categorical_.index(c)] is not None else ""))
         return "; ".join(lines + unused)
+
+
+def _warn_spaced_levels(column: Any, split: list[str] | None) -> None:
+    """Warn that training levels of a text feature differ only in spaces at their ends
+    (``split``, from :func:`_spaced`): a CSV reader drops the spaces before a value, not
+    after it, so a stray space made a level of its own, silently."""
+    if split is not None:
+        warnings.warn(f"column {column!r} of the training data holds levels that differ only "
+                      f"in spaces at their ends ({', '.join(repr(str(v)) for v in split[:3])}"
+                      "): each is a level of its own; strip the spaces (in the file, or "
+                      "X[col].str.strip()) if they are one level.", UserWarning, stacklevel=4)
 
 
 def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
