@@ -451,6 +451,21 @@ def test_sigterm_while_publishing_leaves_the_previous_set_and_no_staging(
         {k: v for k, v in before.items() if k != "out/run.tdshap"}
 
 
+def test_the_command_called_in_process_puts_back_the_callers_sigterm_handler() -> None:
+    # main() run by click's CliRunner (or an app) left the caller's SIGTERM raising
+    # KeyboardInterrupt after the command had ended
+    import signal
+
+    from click.testing import CliRunner
+
+    from tdshap.app.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    res = CliRunner().invoke(main, ["demo", "--trials", "0"])
+    assert res.exit_code == 2 and "--trials" in res.output
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_a_writer_that_fails_leaves_no_staging_folder(tmp_path: Path) -> None:
     from tdshap.app.outdir import OutputFolder
 

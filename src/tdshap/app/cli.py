@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import signal
 from importlib.metadata import version
 from pathlib import Path
@@ -43,8 +42,14 @@ def _stop_on_sigterm() -> None:
     ended the process where it stood, leaving a complete staging folder beside --out (outside
     it), the lock, and half a set where files are renamed in one by one; as Ctrl-C the
     checkpoint is saved and every one of those is cleaned up."""
-    with contextlib.suppress(ValueError):  # main() called from a thread (an embedding app)
-        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # main() called from a thread (an embedding app): left as it is
+        return
+    # put back when the command ends: main() called in-process (click's CliRunner, an app)
+    # must not leave the caller's SIGTERM raising KeyboardInterrupt
+    click.get_current_context().call_on_close(
+        lambda: signal.signal(signal.SIGTERM, previous))
 
 
 @main.command(cls=OneLineCommand)
