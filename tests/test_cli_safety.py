@@ -827,6 +827,13 @@ def test_out_a_dangling_symlink(work: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs /proc")
+def test_an_out_name_too_long_for_the_staging_folder_is_refused_up_front(work: Path) -> None:
+    # 250 characters passed every check; the run did all its work, then publishing through
+    # ".<name>.tdshap-new-<pid>" beside it failed with "File name too long"
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "b" * 250, *FAST,
+                  words=("output folder name 'bbbb", "is too long (250 bytes)", "at most"))
+
+
 def test_out_under_proc(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--out", "/proc/tdshap",
                   *FAST, words=("system folder",))

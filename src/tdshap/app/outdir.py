@@ -201,6 +201,7 @@ class OutputFolder:
         if not os.access(probe, os.W_OK | os.X_OK):
             raise OutputError(f"output folder {out} is not writable (no write permission on "
                               f"{probe}): choose another --out.")
+        self._check_name_length(probe)
         names = set(outputs) | set(self.keep) | {MANIFEST, LOCK}
         foreign = self._foreign() if self.exists else []
         for path in inputs:
@@ -219,6 +220,24 @@ class OutputFolder:
         cwd = os.path.realpath(os.getcwd())
         self.in_place = bool(foreign) or (self.exists and _inside(cwd, real)) or (
             self.exists and not os.access(self.real.parent, os.W_OK | os.X_OK))
+
+    def _check_name_length(self, probe: Path) -> None:
+        """Refuse a name too long for the staging folder published beside ``--out`` (its
+        name plus :data:`STAGING` and a process id): a name of 250 characters passed every
+        check, and the run did all its work before publishing failed ("File name too
+        long")."""
+        try:
+            limit = os.pathconf(probe, "PC_NAME_MAX")
+        except (OSError, ValueError, AttributeError):  # no such limit to ask for
+            return
+        name = len(os.fsencode(self.real.name))
+        longest = len(os.fsencode(f".{self.real.name}{STAGING}old-{os.getpid()}"))
+        if longest > limit:
+            raise OutputError(
+                f"output folder name {self.real.name[:40]!r}... is too long ({name} bytes): "
+                f"the outputs are published through a folder beside it whose name is "
+                f"{longest - name} bytes longer, past this file system's {limit}; choose a "
+                f"name of at most {limit - (longest - name)} bytes for --out.")
 
     def _refuse_folders(self, outputs: Iterable[str]) -> None:
         """A folder with an output's name is the user's: ``force`` replaces files, and
