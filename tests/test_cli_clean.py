@@ -155,6 +155,25 @@ def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(
                        "its column 'y ' differs only in case or spaces: pass --target 'y '")
 
 
+@pytest.mark.parametrize("old", ["14.0.0", "12.0.1"])
+def test_a_pyarrow_that_runs_a_files_code_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str) -> None:
+    # pyarrow 0.14 to 14.0.0 unpickle a column type from the file (CVE-2023-47248), and
+    # the parquet extra asked only for pyarrow>=14: a file could make the run execute code
+    import pyarrow
+
+    from tdshap.app.tabular import read_table
+
+    table().to_parquet(tmp_path / "t.parquet")
+    monkeypatch.setattr(pyarrow, "__version__", old)
+    with pytest.raises(ValueError, match=rf"reading Parquet with pyarrow {old} would run code "
+                       r"that a file can hold \(CVE-2023-47248\): pip install -U "
+                       r"'pyarrow>=14\.0\.1'"):
+        read_table(tmp_path / "t.parquet", "training file")
+    monkeypatch.undo()
+    assert len(read_table(tmp_path / "t.parquet", "training file")) == len(table())
+
+
 def test_no_feature_columns(tmp_path: Path) -> None:
     write(table()[["y"]], tmp_path / "t.csv")
     res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)

@@ -86,13 +86,24 @@ def is_parquet(path: Path) -> bool:
     return path.suffix.lower() in PARQUET_SUFFIXES
 
 
+#: the first pyarrow that does not run code a Parquet file holds: 0.14 to 14.0.0 unpickle
+#: a column's "PyExtensionType" from the file's schema (CVE-2023-47248)
+SAFE_PYARROW = (14, 0, 1)
+
+
 def _require_pyarrow() -> None:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow
     except ImportError:
         raise ValueError(
             "reading Parquet needs pyarrow: pip install 'tdshap[parquet]' (or save as CSV)."
         ) from None
+    found = tuple(int(part) for part in re.findall(r"\d+", pyarrow.__version__)[:3])
+    if found < SAFE_PYARROW:
+        raise ValueError(
+            f"reading Parquet with pyarrow {pyarrow.__version__} would run code that a file "
+            "can hold (CVE-2023-47248): pip install -U 'pyarrow>="
+            f"{'.'.join(map(str, SAFE_PYARROW))}' (or save the file as CSV).")
 
 
 def _header_names(path: Path) -> list[str]:
