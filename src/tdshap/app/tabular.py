@@ -895,6 +895,8 @@ _PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 #: signs a word processor or a locale writes for minus: minus sign, figure and en dash,
 #: small and full-width hyphen-minus
 _MINUS_SIGNS = "\u2212\u2012\u2013\ufe63\uff0d"
+#: the characters a number of :data:`_NOTATIONS` is written with (a quick first test)
+_NUMBERISH = re.compile(rf"[\d\s,.+\-eE{_MINUS_SIGNS}]{{1,64}}")
 #: each notation the reader does not take: how it writes numbers, and the fix
 _NOTATIONS = {
     "grouped": ("written with thousands separators", "remove the separators (3456, not 3,456)"),
@@ -913,13 +915,14 @@ def _notation(cell: Any) -> tuple[str, str] | None:
     """``(notation, the number as the reader takes it)`` for a text cell that is a number
     in a notation of :data:`_NOTATIONS` (the first problem it has), else None: read as
     text, a column of them became one-hot levels, or row names that were dropped."""
-    if not isinstance(cell, str):
+    if not isinstance(cell, str) or not _NUMBERISH.fullmatch(cell):  # text: ruled out fast
         return None
     text = cell.strip(" \t")
     if _GROUPED.fullmatch(text) and not re.match(r"[+-]?0,", text):  # "0,126": a comma
         return "grouped", text.replace(",", "")
     kind = None
-    plain = "".join(ch for ch in text if not ch.isspace())  # "\xa03 456": not ASCII spaces
+    # non-breaking and other non-ASCII spaces, at the ends or grouping digits ("3\u202f456")
+    plain = "".join(ch for ch in text if ch in " \t" or not ch.isspace())
     if plain != text:
         kind = "space"
     if plain[:1] in _MINUS_SIGNS:
