@@ -490,6 +490,17 @@ def test_feature_levels_that_differ_only_in_spaces_at_their_ends_are_warned_of()
         encoder.transform(train.assign(colour=["red ", "blue"] * 20), "validation data")
 
 
+def test_a_held_out_number_in_another_notation_is_named_as_such() -> None:
+    # "holds '−0.5' in row 1, but it is numeric in the training rows": the minus sign, not
+    # a typo, was what made it text
+    encoder = TableEncoder().fit(pd.DataFrame({"a": np.linspace(-1, 1, 40)}))
+    held = pd.DataFrame({"a": ["0.5", "\u22120.5"]})
+    with pytest.raises(ValueError, match=r"holds '−0.5' in row 1, but it is numeric in the "
+                       r"training rows: .*; it is a number written with a minus sign other "
+                       r"than '-'"):
+        encoder.transform(held, "validation data")
+
+
 def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
     # read as text, the target was classification: every height a class of its own, and
     # the run valued (and cleansed) a classifier of 40 one-row classes without a word

@@ -786,10 +786,13 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
             bad = (pd.to_numeric(col, errors="coerce").isna() & col.notna()).to_numpy()
             if bad.any():
                 pos = int(np.flatnonzero(bad)[0])
+                found = _notation(col.iloc[pos])  # "−0.5", "0,5": say which way it is off
+                how = "" if found is None else (
+                    f"; it is a number {_NOTATIONS[found[0]][0]}: {_NOTATIONS[found[0]][1]}")
                 raise ValueError(
                     f"column {c!r} of the {what} holds {plain_value(col.iloc[pos])!r} in row "
                     f"{X.index[pos]}, but it is numeric in the training rows: give numbers "
-                    "there too (or text in both).") from None
+                    f"there too (or text in both){how}.") from None
         raise
 
 
