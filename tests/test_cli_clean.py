@@ -87,6 +87,14 @@ def _zipped(text: str) -> bytes:
     return buf.getvalue()
 
 
+def _parquet(frame: pd.DataFrame) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    return buf.getvalue()
+
+
 def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     return frame.to_csv(index=False, **kwargs)
 
@@ -103,6 +111,9 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.tsv", lambda: _text(table()).encode(), ("comma-separated", "suffix .csv")),
     ("t.parquet", lambda: _text(table()).encode(), ("does not begin as a Parquet file",
                                                     "suffix .csv")),
+    # pyarrow's words alone, with two full stops: "... not a parquet file.."
+    ("t.parquet", lambda: _parquet(table())[:300], ("as Parquet (ArrowInvalid",
+                                                    "damaged or cut short", "save it as CSV")),
     ("t.csv", lambda: (_text(table()) + "1,2,red,0,9,9\n").encode(),
      ("Expected 4 fields", "quote values that hold the separator")),
     # read as CSV, its header was "[": "target column 'y' is not in ... (its columns: [)"
@@ -111,12 +122,56 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.jsonl", lambda: table().to_json(orient="records", lines=True).encode(),
      ("it is JSON", "lines=True")),
 ], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv", "csv-as-parquet",
-        "extra-fields", "json", "json-lines"])
+        "cut-short-parquet", "extra-fields", "json", "json-lines"])
 def test_a_file_that_is_not_the_text_expected_says_what_it_is(
         tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:
     (tmp_path / name).write_bytes(content())
     res = tdshap("clean", name, "--target", "y", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", name, *words)
+
+
+@pytest.mark.parametrize(("files", "fraction", "words"), [
+    (["--val"], ["--val-fraction", "0.5"], "--val-fraction 0.5 has no effect with --val"),
+    (["--test"], ["--test-fraction", "0.5"], "--test-fraction 0.5 has no effect with --test"),
+    (["--val"], ["--test-fraction", "0.3"], "--test-fraction 0.3 has no effect with --val"),
+])
+def test_a_fraction_of_train_beside_the_file_of_those_rows_is_refused(
+        tmp_path: Path, files: list[str], fraction: list[str], words: str) -> None:
+    # the fraction was ignored without a word: --val-fraction 0.5 beside --val held out none
+    write(table(), tmp_path / "t.csv")
+    write(table(seed=1), tmp_path / "other.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", *files, "other.csv", *fraction, "--out",
+                 "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", words, "leave out")
+
+
+def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(
+        tmp_path: Path) -> None:
+    # a Parquet file keeps spaces at a name's end: "target column 'y' is not in t.parquet
+    # (its columns: a, b, colour, y )", the space invisible
+    table().rename(columns={"y": "y "}).to_parquet(tmp_path / "t.parquet")
+    res = tdshap("clean", "t.parquet", "--target", "Y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "target column 'Y' is not in",
+                       "its column 'y ' differs only in case or spaces: pass --target 'y '")
+
+
+@pytest.mark.parametrize("old", ["14.0.0", "12.0.1"])
+def test_a_pyarrow_that_runs_a_files_code_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str) -> None:
+    # pyarrow 0.14 to 14.0.0 unpickle a column type from the file (CVE-2023-47248), and
+    # the parquet extra asked only for pyarrow>=14: a file could make the run execute code
+    import pyarrow
+
+    from tdshap.app.tabular import read_table
+
+    table().to_parquet(tmp_path / "t.parquet")
+    monkeypatch.setattr(pyarrow, "__version__", old)
+    with pytest.raises(ValueError, match=rf"reading Parquet with pyarrow {old} would run code "
+                       r"that a file can hold \(CVE-2023-47248\): pip install -U "
+                       r"'pyarrow>=14\.0\.1'"):
+        read_table(tmp_path / "t.parquet", "training file")
+    monkeypatch.undo()
+    assert len(read_table(tmp_path / "t.parquet", "training file")) == len(table())
 
 
 def test_no_feature_columns(tmp_path: Path) -> None:

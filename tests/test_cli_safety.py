@@ -244,6 +244,17 @@ def test_demo_refuses_in_one_line_before_any_work(work: Path, option: list[str],
                   words=words)
 
 
+@pytest.mark.parametrize(("args", "words"), [
+    (["nonexist"], ("No such command 'nonexist'",)),
+    (["cleen", "wine.csv"], ("No such command 'cleen'", "Did you mean 'clean'?")),
+    (["--bogus", "clean"], ("No such option '--bogus'",)),
+])
+def test_an_unknown_command_or_option_of_the_group_is_one_line(
+        work: Path, args: list[str], words: tuple[str, ...]) -> None:
+    # the group's own errors came with the usage line and a hint: three lines, not one
+    check_refused(work, *args, words=words)
+
+
 def test_force_writes_beside_other_files_and_keeps_them(work: Path) -> None:
     res = tdshap("value", "wine.csv", "--target", "target", "--out", ".", "--force", *FAST,
                  cwd=work)
@@ -384,6 +395,75 @@ def test_full_disk_while_publishing_leaves_the_previous_set(
     assert {k: v for k, v in after.items() if k != "out/run.tdshap"} == \
         {k: v for k, v in before.items() if k != "out/run.tdshap"}
     assert not [p for p in work.rglob("*") if "tdshap-new" in p.name or ".tmp-" in p.name]
+
+
+SLOW_PUBLISH_LAUNCHER = """
+import sys, time
+from pathlib import Path
+import tdshap.app.outdir as outdir
+
+MARK = Path(sys.argv.pop(1))
+_exchange = outdir.exchange
+
+def slow(a, b):  # the staging folder is complete beside --out: the moment of publishing
+    MARK.write_text("publishing")
+    time.sleep(120)
+    return _exchange(a, b)
+
+outdir.exchange = slow
+from tdshap.app.cli import main
+sys.argv[0] = "tdshap"
+main()
+"""
+
+
+def test_sigterm_while_publishing_leaves_the_previous_set_and_no_staging(
+        work: Path, tmp_path_factory: pytest.TempPathFactory,
+        first_run: Callable[..., Path]) -> None:
+    """SIGTERM (kill, a scheduler's time limit) ended the process where it stood: the
+    complete staging folder stayed beside --out, outside it, and the lock inside it; it now
+    ends the run as Ctrl-C does, each of them removed."""
+    import signal
+    import time
+
+    first_run()
+    before = snapshot(work)
+    side = tmp_path_factory.mktemp("launcher")
+    launcher, mark = side / "slow.py", side / "publishing"
+    launcher.write_text(SLOW_PUBLISH_LAUNCHER)
+    proc = subprocess.Popen(
+        [sys.executable, str(launcher), str(mark), "clean", "wine.csv", "--target", "target",
+         "--out", "out", "--seed", "1", *FAST], cwd=work, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):
+            if mark.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert mark.exists(), proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0 and "Traceback" not in err, err
+    after = snapshot(work)
+    assert {k: v for k, v in after.items() if k != "out/run.tdshap"} == \
+        {k: v for k, v in before.items() if k != "out/run.tdshap"}
+
+
+def test_the_command_called_in_process_puts_back_the_callers_sigterm_handler() -> None:
+    # main() run by click's CliRunner (or an app) left the caller's SIGTERM raising
+    # KeyboardInterrupt after the command had ended
+    import signal
+
+    from click.testing import CliRunner
+
+    from tdshap.app.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    res = CliRunner().invoke(main, ["demo", "--trials", "0"])
+    assert res.exit_code == 2 and "--trials" in res.output
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_a_writer_that_fails_leaves_no_staging_folder(tmp_path: Path) -> None:
@@ -747,6 +827,13 @@ def test_out_a_dangling_symlink(work: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs /proc")
+def test_an_out_name_too_long_for_the_staging_folder_is_refused_up_front(work: Path) -> None:
+    # 250 characters passed every check; the run did all its work, then publishing through
+    # ".<name>.tdshap-new-<pid>" beside it failed with "File name too long"
+    check_refused(work, "value", "wine.csv", "--target", "target", "--out", "b" * 250, *FAST,
+                  words=("output folder name 'bbbb", "is too long (250 bytes)", "at most"))
+
+
 def test_out_under_proc(work: Path) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--out", "/proc/tdshap",
                   *FAST, words=("system folder",))
@@ -925,6 +1012,87 @@ def test_a_rename_failing_part_way_in_place_puts_everything_back(
     assert (out / "values.csv").read_text() == "new" and (out / "notes.txt").exists()
     assert "report.md" in json.loads((out / ".tdshap-manifest.json").read_text())["files"]
     folder.release()
+
+
+def test_ctrl_c_while_renaming_in_place_puts_everything_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or SIGTERM, which the command turns into the same exit) between two renames
+    in place was no OSError: nothing was put back, the new values.csv stayed beside the old
+    report, and the user's file moved aside was deleted with the staging folder."""
+    import tdshap.app.outdir as outdir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "values.csv").write_text("the user's")
+    names = ["values.csv", "result.json", "report.md"]
+    folder = outdir.OutputFolder(out, force=True, known=tuple(names))
+    folder.check([], names)
+    folder.claim()
+    before = snapshot(out)
+
+    def write(stage: Path) -> list[str]:
+        for name in names:
+            (stage / name).write_text("new")
+        return names
+
+    real_replace = os.replace
+
+    def interrupted(src: Any, dst: Any) -> None:
+        if Path(src).name == "report.md" and outdir.STAGING in str(src):
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(outdir.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        folder.publish(write, {})
+    assert snapshot(out) == before
+    assert (out / "values.csv").read_text() == "the user's"
+    assert not [p for p in out.iterdir() if outdir.STAGING in p.name]
+    folder.release()
+
+
+def test_ctrl_c_between_the_two_renames_of_a_swap_puts_the_old_set_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the folders cannot be exchanged in one step, --out is renamed aside and the
+    staging folder into its place: Ctrl-C between the two left no --out, and the old set
+    aside under a name the next run's sweep deletes."""
+    import tdshap.app.outdir as outdir
+
+    out = tmp_path / "out"
+    folder = outdir.OutputFolder(out, known=("values.csv",))
+    folder.check([], ["values.csv"])
+    folder.claim()
+
+    def write(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("old")
+        return ["values.csv"]
+
+    folder.publish(write, {})
+    folder.release()
+    before = snapshot(out)
+    folder = outdir.OutputFolder(out, known=("values.csv",))
+    folder.check([], ["values.csv"])
+    folder.claim()
+    real_rename = os.rename
+
+    def interrupted(src: Any, dst: Any) -> None:
+        if Path(src).name.endswith(f"{outdir.STAGING}{os.getpid()}"):  # not the way back
+            raise KeyboardInterrupt
+        real_rename(src, dst)
+
+    monkeypatch.setattr(outdir, "exchange", lambda a, b: False)
+    monkeypatch.setattr(outdir.os, "rename", interrupted)
+    def write_new(stage: Path) -> list[str]:
+        (stage / "values.csv").write_text("new")
+        return ["values.csv"]
+
+    with pytest.raises(KeyboardInterrupt):
+        folder.publish(write_new, {})
+    monkeypatch.setattr(outdir.os, "rename", real_rename)
+    folder.release()
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_force_never_replaces_a_folder_named_as_an_output(work: Path) -> None:

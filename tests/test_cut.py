@@ -190,6 +190,24 @@ def test_one_se_with_a_scorer_that_needs_the_model(breast_cancer_small):
     assert np.isfinite(c.evidence.se_best) and c.evidence.se_best > 0
 
 
+@pytest.mark.parametrize("rows", [[0], [0, -1]], ids=["one-row", "one-row-per-class"])
+def test_validation_rows_no_resample_can_vary_remove_nothing(breast_cancer_small, rows):
+    # every resample of one row (or of one row per class, resampled within classes) is the
+    # same: the SE came out 1e-17 and a gain on that row passed as 10^15 SE, removing the
+    # 11 rows below tau on one validation row's word
+    d = breast_cancer_small
+    X, y = d.train
+    Xv, yv = d.val
+    order = np.argsort(yv, kind="stable")
+    pick = order[rows]  # the first row of the first class, and the last of the last
+    n = len(y)
+    values = np.linspace(-1, 1, n)
+    r = ValuationResult("TDShap", values, np.full(n, 10), np.full(n, 1e-6), threshold=0.0)
+    c = cleanse(r, KNeighborsClassifier(3), X, y, Xv[pick], yv[pick], step=2, rule="one_se")
+    assert c.n_remove == 0 and c.evidence is not None and c.evidence.n_bootstrap == 0
+    assert "no bootstrap of the validation rows could be made" in c.evidence.reason
+
+
 # -- the one comparison named before scoring: remove exactly the eligible rows --------------
 def test_the_eligible_cut_is_taken_on_one_comparisons_evidence():
     # +0.018 at n = 20 with SE 0.01: 1.8 SE, not the 2 SE a cut picked among many needs

@@ -286,6 +286,21 @@ def test_a_table_that_still_holds_the_target_is_refused() -> None:
         tdshap.find_harmful(frame, frame["t"], LogisticRegression())
 
 
+def test_a_copy_of_the_target_under_another_name_is_warned_of() -> None:
+    # a copy ("label_copy", the target encoded again): every model read the answer from it
+    # and every row seemed about as good, with no word
+    from tdshap.app.harmful import prepare
+
+    frame = pd.DataFrame(_X, columns=["a", "b", "c"])
+    y = pd.Series(_Y, name="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepare(frame, y)  # no copy: no warning
+    with pytest.warns(UserWarning, match=r"feature column 'copy' equals the target 't' in "
+                      r"every row: every model reads the answer from it"):
+        prepare(frame.assign(copy=_Y), y)
+
+
 def test_a_complex_regression_target_is_refused() -> None:
     # its imaginary parts were dropped, with only numpy's ComplexWarning
     X, y = _X, np.arange(len(_X), dtype=float)
@@ -419,6 +434,71 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
         TableEncoder().fit(train)
     # text that merely holds commas is text
     TableEncoder().fit(pd.DataFrame({"name": [f"Doe, J{i % 5}" for i in range(40)]}))
+
+
+@pytest.mark.parametrize(("cell", "words"), [
+    (lambda v: f"{v:.2f}".replace(".", ","), r"a decimal comma \('1\d\d,\d\d' in row 0"),
+    # three decimals read like thousands: only "remove the separators" was said
+    (lambda v: f"{v:.3f}".replace(".", ","), r"thousands separators \('1\d\d,\d\d\d' in row "
+     r"0, and 39 more\): remove the separators \(3456, not 3,456\), or if the commas are "
+     r"decimal commas, write a decimal point"),
+    (lambda v: f"{v - 170:.3f}".replace(".", ","), r"a decimal comma \('-?\d+,\d\d\d' in row \d+"),
+    (lambda v: f"{v - 170:.1f}".replace("-", "\u2212"), r"a minus sign other than '-'"),
+    (lambda v: f"\xa0{v:.1f}\xa0", r"non-breaking or other non-ASCII spaces"),
+], ids=["decimal-comma", "comma-or-thousands", "decimal-comma-1,234", "minus-sign", "nbsp"])
+def test_numbers_in_another_notation_are_refused_naming_it(cell: Any, words: str) -> None:
+    # read as text, a different one in every row: set aside as "row names" with a warning
+    # that called the measurement an id, or (repeated) one-hot levels without a word
+    cells = [cell(v) for v in np.random.default_rng(0).normal(170, 8, 40)]
+    train = pd.DataFrame({"height": cells, "colour": ["red", "blue"] * 20})
+    with pytest.raises(ValueError, match=r"column 'height' of the training data holds "
+                       rf"numbers written with {words}"):
+        TableEncoder().fit(train)
+    with pytest.raises(ValueError, match=rf"target column 'height' holds numbers written "
+                       rf"with {words}.* or give `task` classification"):
+        infer_task(train["height"])
+
+
+def test_a_column_constant_in_training_but_not_held_out_is_warned_of() -> None:
+    # no model learns from it, yet an RBF SVM's validation accuracy fell from 0.90 to 0.58
+    # on its held-out values, and the rows were valued on those predictions, silently
+    train = pd.DataFrame({"a": np.arange(40.0), "k": 1.0})
+    encoder = TableEncoder().fit(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.transform(train.iloc[:5], "validation data")  # the same constant: quiet
+        encoder.transform(train.assign(k=[1.0, 2.0] * 20), "training data")  # its own rows
+    with pytest.warns(UserWarning, match=r"column 'k' is constant in the training rows \(1\) "
+                      r"but not in the validation data \(20 rows differ, e\.g\. 2 in row 1\)"
+                      r".*drop the column"):
+        encoder.transform(train.assign(k=[1.0, 2.0] * 20), "validation data")
+
+
+def test_feature_levels_that_differ_only_in_spaces_at_their_ends_are_warned_of() -> None:
+    # a CSV reader drops the spaces before a value, not after it: "red " was a level of its
+    # own in training, and an unknown level (all zeros) in validation, silently
+    train = pd.DataFrame({"a": np.arange(40.0), "colour": ["red", "blue"] * 20})
+    with pytest.warns(UserWarning, match=r"column 'colour' of the training data holds levels "
+                      r"that differ only in spaces at their ends \('red', 'red '\)"):
+        TableEncoder().fit(train.assign(colour=["red", "blue", "red "] * 13 + ["red"]))
+    encoder = TableEncoder().fit(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.transform(train, "validation data")  # the same spellings: quiet
+    with pytest.warns(UserWarning, match=r"column 'colour' of the validation data holds "
+                      r"'red ', which the training rows spell 'red' \(and 0 more such\)"):
+        encoder.transform(train.assign(colour=["red ", "blue"] * 20), "validation data")
+
+
+def test_a_held_out_number_in_another_notation_is_named_as_such() -> None:
+    # "holds '−0.5' in row 1, but it is numeric in the training rows": the minus sign, not
+    # a typo, was what made it text
+    encoder = TableEncoder().fit(pd.DataFrame({"a": np.linspace(-1, 1, 40)}))
+    held = pd.DataFrame({"a": ["0.5", "\u22120.5"]})
+    with pytest.raises(ValueError, match=r"holds '−0.5' in row 1, but it is numeric in the "
+                       r"training rows: .*; it is a number written with a minus sign other "
+                       r"than '-'"):
+        encoder.transform(held, "validation data")
 
 
 def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:

@@ -291,6 +291,60 @@ def check_target_not_a_feature(X: Any, y: Any, x_name: str, y_name: str) -> None
                          f"the features, e.g. {x_name}.drop(columns={y.name!r}).")
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` for two single values, False where they cannot be compared (pd.NA)."""
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _same_cells(column: pd.Series, target: pd.Series) -> bool:
+    """Whether ``column`` holds ``target``'s values, row by row (numbers compared as
+    numbers; False where a cell is missing or no single value, such as a list)."""
+    try:
+        if pd.api.types.is_numeric_dtype(column.dtype) and \
+                pd.api.types.is_numeric_dtype(target.dtype):
+            return bool(np.array_equal(column.to_numpy(dtype=float, na_value=np.nan),
+                                       target.to_numpy(dtype=float, na_value=np.nan)))
+        if pd.api.types.is_numeric_dtype(column.dtype) or column.hasnans:
+            return False
+        return all(pd.api.types.is_scalar(a) and _equal(a, b)
+                   for a, b in zip(column.tolist(), target.tolist(), strict=True))
+    except (TypeError, ValueError):
+        return False
+
+
+def warn_target_copies(X: pd.DataFrame, y: pd.Series) -> None:
+    """Warn of feature columns equal to the target ``y`` in every row under another name (a
+    copy, or the target encoded again): every model reads the answer from it, so every row
+    seemed about as good and the values said little, with no word. A warning, not an
+    error: a real feature may predict the target exactly."""
+    if len(y) < 2:
+        return
+    # the first rows of every column at once (a Series per column took seconds on 100,000
+    # columns), then in full only the columns that match there
+    numeric = np.array([pd.api.types.is_numeric_dtype(d) for d in X.dtypes], dtype=bool)
+    top, labels = X.iloc[:8].to_numpy(dtype=object), y.iloc[:8].tolist()
+    maybe = [int(i) for i in np.flatnonzero(~numeric) if all(
+        pd.api.types.is_scalar(a) and _equal(a, b)
+        for a, b in zip(top[:, i], labels, strict=True))]
+    if pd.api.types.is_numeric_dtype(y.dtype) and numeric.any():
+        positions = np.flatnonzero(numeric)
+        head = X.iloc[:8, positions].to_numpy(dtype=float, na_value=np.nan)
+        first = y.iloc[:8].to_numpy(dtype=float)[:, None]
+        maybe += [int(i) for i in positions[(head == first).all(axis=0)]]
+    copies = [str(X.columns[i]) for i in sorted(maybe) if _same_cells(X.iloc[:, i], y)]
+    if copies:
+        many = len(copies) > 1
+        warnings.warn(f"feature column{'s' if many else ''} {listed(copies)} "
+                      f"equal{'' if many else 's'} the target {y.name!r} in every row: every "
+                      "model reads the answer from it, so the rows' values say little; drop "
+                      f"{'them' if many else 'it'} from the features unless "
+                      f"{'they are measurements' if many else 'it is a measurement'} known "
+                      "before the target.", UserWarning, stacklevel=user_stacklevel())
+
+
 def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> None:
     """Refuse two tables whose column names differ: the features are paired by position,
     so a reordered or renamed ``other`` would silently score models on other features."""

@@ -65,6 +65,7 @@ from tdshap.cut import (
     cross_validated_rules,
     eligible_rows,
     eligible_test,
+    resamples_differ,
     suited,
     suited_regressor,
 )
@@ -359,12 +360,14 @@ def cleanse(
         is_classifier(estimator) and len(np.unique(cross.folds)) == cross.n_folds
     # under the paper's rule the bootstrap only reports: never at the cost of rescoring
     idx = None
-    if n_bootstrap >= 2 and (rule == "one_se" or spec.from_predictions is not None):
+    stratify = is_classifier(estimator)
+    if n_bootstrap >= 2 and resamples_differ(yv, stratify) and (
+            rule == "one_se" or spec.from_predictions is not None):
         # a scorer that needs the model predicts once per resample: fewer resamples
         n_boot = n_bootstrap if spec.from_predictions is not None else min(
             n_bootstrap, SCORER_BOOTSTRAP_CAP)
         idx = bootstrap_indices(yv, int(n_boot), np.random.default_rng(seed),
-                                stratify=is_classifier(estimator))
+                                stratify=stratify)
     val_scores = np.empty(len(grid))
     test_scores = np.empty(len(grid)) if has_test else None
     predictions: list[np.ndarray] = []

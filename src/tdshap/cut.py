@@ -313,6 +313,17 @@ class CutEvidence:
         return self.n_chosen == 0
 
 
+def resamples_differ(y_val: np.ndarray, stratify: bool) -> bool:
+    """Whether resampling ``y_val`` (as :func:`bootstrap_indices` does) can draw different
+    sets of rows. With one validation row, or one row of each class when resampling within
+    classes, every resample is the same: the standard error came out 0 (or 1e-17), and a
+    gain on that one row passed as 10^15 SE, removing rows on one row's word."""
+    if not stratify:
+        return len(y_val) >= 2
+    _, counts = np.unique(y_val, return_counts=True)
+    return bool((counts >= 2).any())
+
+
 def bootstrap_indices(y_val: np.ndarray, n_boot: int, rng: np.random.Generator,
                       stratify: bool) -> np.ndarray:
     """``(n_boot, len(y_val))`` resampled validation rows.

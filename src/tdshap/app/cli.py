@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import signal
 from importlib.metadata import version
 from pathlib import Path
+from types import FrameType
 
 import click
 
 from tdshap._validation import MAX_SEED, check_seed_span
-from tdshap.app.cli_clean import GivenPath, OneLineCommand, clean, one_line_errors, value
+from tdshap.app.cli_clean import (
+    GivenPath,
+    OneLineCommand,
+    OneLineGroup,
+    clean,
+    one_line_errors,
+    value,
+)
 from tdshap.app.outdir import OutputFolder
 from tdshap.utility.parallel import check_n_jobs
 
@@ -17,10 +26,30 @@ from tdshap.utility.parallel import check_n_jobs
 MAX_TRIALS = 10_000
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("tdshap"), prog_name="tdshap")
 def main() -> None:
     """Find the training rows that hurt a model, fast (Thresholding Data Shapley)."""
+    _stop_on_sigterm()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm() -> None:
+    """End the run on SIGTERM (kill, a scheduler's time limit) as on Ctrl-C: by default it
+    ended the process where it stood, leaving a complete staging folder beside --out (outside
+    it), the lock, and half a set where files are renamed in one by one; as Ctrl-C the
+    checkpoint is saved and every one of those is cleaned up."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # main() called from a thread (an embedding app): left as it is
+        return
+    # put back when the command ends: main() called in-process (click's CliRunner, an app)
+    # must not leave the caller's SIGTERM raising KeyboardInterrupt
+    click.get_current_context().call_on_close(
+        lambda: signal.signal(signal.SIGTERM, previous))
 
 
 @main.command(cls=OneLineCommand)

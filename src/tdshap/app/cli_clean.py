@@ -264,6 +264,18 @@ _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 _SPACES_NOTE = " (a CSV value's leading spaces are not part of it: ' 007' reads as '007')"
 
 
+def _near_name(columns: pd.Index, name: str, label: str) -> str:
+    """The column ``name`` was likely meant for, differing only in case or in spaces at its
+    ends, for an error: a Parquet file keeps such spaces ("y "), and the list of columns
+    showed none of them."""
+    key = name.strip().casefold()
+    near = [c for c in columns if isinstance(c, str) and c.strip().casefold() == key]
+    if not near:
+        return ""
+    flag = "--target" if label == "target" else "--id-column"
+    return f"; its column {near[0]!r} differs only in case or spaces: pass {flag} {near[0]!r}"
+
+
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
     if id_column is not None and id_column not in frame.columns and \
@@ -273,7 +285,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         if col is not None and col not in frame.columns:
             shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
-                             f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''}).")
+                             f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''})"
+                             f"{_near_name(frame.columns, col, label)}.")
     auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
             and not frame[UNNAMED_INDEX].isna().any()
             and not frame[UNNAMED_INDEX].duplicated().any())
@@ -384,6 +397,10 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     return [*written, "report.md"]
 
 
+def _one_line(err: click.UsageError) -> InputError:
+    return InputError(" ".join(f"{err.format_message()} (see --help)".split()))
+
+
 class OneLineCommand(click.Command):
     """A command whose option errors are one ``Error:`` line too (no usage text)."""
 
@@ -391,8 +408,27 @@ class OneLineCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as err:
-            raise InputError(" ".join(f"{err.format_message()} (see --help)".split())) \
-                from None
+            raise _one_line(err) from None
+
+
+class OneLineGroup(click.Group):
+    """The ``tdshap`` group: an unknown command or option is one ``Error:`` line too (it
+    printed the usage and a hint around it); no command at all still prints the help."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as err:
+            raise _one_line(err) from None
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            raise _one_line(err) from None
 
 
 def _outputs(do_cleanse: bool, train: Path, parts: int = 1) -> list[str]:
@@ -411,7 +447,7 @@ def _same_file(a: Path | None, b: Path | None) -> bool:
         return False
 
 
-def _check_options(opts: dict[str, Any]) -> None:
+def _check_options(opts: dict[str, Any], given: set[str]) -> None:
     if opts["id_column"] is not None and opts["id_column"] == opts["target"]:
         raise ValueError(f"--id-column {opts['id_column']!r} is also the --target: the ids "
                          "name the rows, the target is what the model learns; give two columns.")
@@ -427,6 +463,21 @@ def _check_options(opts: dict[str, Any]) -> None:
         raise ValueError(f"--val and --test name the same file ({val}): the cut would be "
                          "chosen and judged on the same rows; give two files, or leave --test "
                          "out to hold out a share of TRAIN.")
+    _check_fractions(opts, given)
+
+
+def _check_fractions(opts: dict[str, Any], given: set[str]) -> None:
+    """Refuse a share of TRAIN to hold out where the held-out rows come from files: the
+    fraction was ignored without a word (--val val.csv --val-fraction 0.5 held out none)."""
+    files = " and ".join(flag for flag, key in (("--val", "val_path"), ("--test", "test_path"))
+                         if opts[key] is not None)
+    for flag, key, purpose, without in (
+            ("--val-fraction", "val_fraction", "validation", ("--val",)),
+            ("--test-fraction", "test_fraction", "testing", ("--val", "--test"))):
+        if key in given and any(f in files for f in without):
+            raise ValueError(f"{flag} {opts[key]} has no effect with {files}: a share of "
+                             f"TRAIN is held out for {purpose} only without "
+                             f"{' and '.join(without)}; leave out {flag}, or {files}.")
 
 
 def _origin(opts: dict[str, Any], test_fraction: float) -> dict[str, Any]:
@@ -453,7 +504,7 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     ctx = click.get_current_context()
     given = {name for name in opts
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
-    _check_options(opts)
+    _check_options(opts, given)
     train: Path = opts["train"]
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     every_row = opts["every_row"]

@@ -38,6 +38,7 @@ from tdshap._validation import (
     listed,
     unseen_classes,
     warn_one_class,
+    warn_target_copies,
     warn_unseen_classes,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
@@ -275,6 +276,7 @@ def prepare(
     else:
         raise ValueError(f"task={task!r} must be 'classification' or 'regression'.")
     y_all = check_target(y, task)
+    warn_target_copies(X, y)
     _check_pairs(X_val, y_val, X_test, y_test)
     if X_val is not None:
         train = np.arange(len(X))

@@ -201,6 +201,7 @@ class OutputFolder:
         if not os.access(probe, os.W_OK | os.X_OK):
             raise OutputError(f"output folder {out} is not writable (no write permission on "
                               f"{probe}): choose another --out.")
+        self._check_name_length(probe)
         names = set(outputs) | set(self.keep) | {MANIFEST, LOCK}
         foreign = self._foreign() if self.exists else []
         for path in inputs:
@@ -219,6 +220,24 @@ class OutputFolder:
         cwd = os.path.realpath(os.getcwd())
         self.in_place = bool(foreign) or (self.exists and _inside(cwd, real)) or (
             self.exists and not os.access(self.real.parent, os.W_OK | os.X_OK))
+
+    def _check_name_length(self, probe: Path) -> None:
+        """Refuse a name too long for the staging folder published beside ``--out`` (its
+        name plus :data:`STAGING` and a process id): a name of 250 characters passed every
+        check, and the run did all its work before publishing failed ("File name too
+        long")."""
+        try:
+            limit = os.pathconf(probe, "PC_NAME_MAX")
+        except (OSError, ValueError, AttributeError):  # no such limit to ask for
+            return
+        name = len(os.fsencode(self.real.name))
+        longest = len(os.fsencode(f".{self.real.name}{STAGING}old-{os.getpid()}"))
+        if longest > limit:
+            raise OutputError(
+                f"output folder name {self.real.name[:40]!r}... is too long ({name} bytes): "
+                f"the outputs are published through a folder beside it whose name is "
+                f"{longest - name} bytes longer, past this file system's {limit}; choose a "
+                f"name of at most {limit - (longest - name)} bytes for --out.")
 
     def _refuse_folders(self, outputs: Iterable[str]) -> None:
         """A folder with an output's name is the user's: ``force`` replaces files, and
@@ -421,15 +440,20 @@ class OutputFolder:
         if not exchange(stage, self.real):
             old = self.real.parent / f".{self.real.name}{STAGING}old-{os.getpid()}"
             os.rename(self.real, old)
-            os.rename(stage, self.real)
+            try:
+                os.rename(stage, self.real)
+            except BaseException:  # a failure or Ctrl-C between the two: the old set goes
+                # back to --out (left aside, a later run's sweep would delete it)
+                os.rename(old, self.real)
+                raise
             stage = old
         shutil.rmtree(stage, ignore_errors=True)  # the old set (and the old lock)
 
     def _rename_in(self, stage: Path, written: list[str], files: list[str]) -> None:
         """Rename the outputs in one by one, the manifest last, each file they replace (and
         each old output the new set lacks) moved aside first, so that a failure part-way
-        (a folder with an output's name, an I/O error) puts every moved file back and takes
-        the new ones out: the set is published whole or not at all."""
+        (a folder with an output's name, an I/O error, Ctrl-C) puts every moved file back and
+        takes the new ones out: the set is published whole or not at all."""
         self._refuse_folders(written)
         aside = stage / f"{STAGING}replaced"
         aside.mkdir()
@@ -447,7 +471,8 @@ class OutputFolder:
                     moved.append(name)
                 os.replace(stage / name, self.real / name)
                 placed.append(name)
-        except OSError:
+        except BaseException:  # Ctrl-C too: the caller removes the staging folder, and
+            # with it each file moved aside that was not put back
             for name in reversed(placed):
                 with contextlib.suppress(OSError):
                     (self.real / name).unlink()

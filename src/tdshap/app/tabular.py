@@ -25,7 +25,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
-      thousands separators (``3,456``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
+      thousands separators (``3,456``), a decimal comma (``3,5``), a typographic minus
+      (``−2``, U+2212) or non-breaking spaces; one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
       Missing-value markers the reader knows (empty, ``NA``, ``n/a``, ``null``...) are
       missing values, not typos; a ``pandas`` category column is taken as text as it is;
@@ -85,13 +86,24 @@ def is_parquet(path: Path) -> bool:
     return path.suffix.lower() in PARQUET_SUFFIXES
 
 
+#: the first pyarrow that does not run code a Parquet file holds: 0.14 to 14.0.0 unpickle
+#: a column's "PyExtensionType" from the file's schema (CVE-2023-47248)
+SAFE_PYARROW = (14, 0, 1)
+
+
 def _require_pyarrow() -> None:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow
     except ImportError:
         raise ValueError(
             "reading Parquet needs pyarrow: pip install 'tdshap[parquet]' (or save as CSV)."
         ) from None
+    found = tuple(int(part) for part in re.findall(r"\d+", pyarrow.__version__)[:3])
+    if found < SAFE_PYARROW:
+        raise ValueError(
+            f"reading Parquet with pyarrow {pyarrow.__version__} would run code that a file "
+            "can hold (CVE-2023-47248): pip install -U 'pyarrow>="
+            f"{'.'.join(map(str, SAFE_PYARROW))}' (or save the file as CSV).")
 
 
 def _header_names(path: Path) -> list[str]:
@@ -161,7 +173,12 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
             raise ValueError(f"cannot read {what} {path} as Parquet: it does not begin as a "
                              "Parquet file does (if it is CSV text, give it the suffix "
                              ".csv).") from None
-        raise ValueError(f"cannot read {what} {path}: {type(err).__name__}: {err}.") from None
+        detail = f"{type(err).__name__}: {str(err).strip().rstrip('.')}"
+        if is_parquet(path):  # it begins as one: pyarrow's words ("magic bytes not found in
+            # footer") name no fix
+            raise ValueError(f"cannot read {what} {path} as Parquet ({detail}): the file is "
+                             "damaged or cut short; write it again, or save it as CSV.") from None
+        raise ValueError(f"cannot read {what} {path}: {detail}.") from None
     if dupes:
         raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
                          "rename them so each column has its own name.")
@@ -359,8 +376,9 @@ def _all_text(y: pd.Series, present: pd.Series) -> bool:
 
 def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
     """Refuse a text target that is numbers but for a few cells (at least
-    ``MOSTLY_NUMERIC_PERCENT`` %), or numbers written with thousands separators, when
-    those numbers are a regression target (fractional, or more than ``MAX_CLASSES``
+    ``MOSTLY_NUMERIC_PERCENT`` %), or numbers in a notation the reader does not take
+    (:func:`_notation`: thousands separators, a decimal comma...), when those numbers are
+    a regression target (fractional, or more than ``MAX_CLASSES``
     values; ``regression``: the task says so).
 
     A file's column of measurements with one typo ("151x") or separators ("3,456") is
@@ -373,14 +391,11 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
     present = y[y.notna()]
     if not _all_text(y, present):
         return
-    text = present.map(lambda v: v.strip() if isinstance(v, str) else v)
-    grouped = text.map(lambda v: isinstance(v, str) and _GROUPED.fullmatch(v) is not None
-                       ).to_numpy(dtype=bool)
-    plain = text.where(~grouped, text.map(lambda v: str(v).replace(",", "")))
-    numbers = pd.to_numeric(plain.astype(object), errors="coerce")
+    foreign, plain, kind = _notations(present.map(lambda v: v.strip(" \t")))
+    numbers = pd.to_numeric(plain, errors="coerce")
     bad = numbers.isna().to_numpy()
     n_bad = int(bad.sum())
-    if not len(present) or not (n_bad or grouped.any()) or \
+    if not len(present) or not (n_bad or foreign.any()) or \
             100 * (len(present) - n_bad) < MOSTLY_NUMERIC_PERCENT * len(present):
         return  # text labels (some of them digits), or numbers given as text throughout
     values = numbers[~bad].to_numpy(dtype=float)
@@ -396,13 +411,8 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
             f"target column {name!r} holds numbers except in {n_bad} "
             f"cell{'s' if n_bad > 1 else ''}: {cells}; {why}. Correct those cells or drop "
             "those rows, or give `task` classification if they are class labels.", "task")
-    first = int(np.argmax(grouped))
-    raise ParameterError(
-        f"target column {name!r} holds numbers written with thousands separators "
-        f"({present.iloc[first]!r:.40} in row {present.index[first]}, and "
-        f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
-        "they are read as numbers, or give `task` classification if they are class labels.",
-        "task")
+    raise _notation_error(f"target column {name!r}", present, str(kind),
+                          ", or give `task` classification if they are class labels.")
 
 
 def _check_label_per_row(y: pd.Series) -> None:
@@ -510,17 +520,23 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
     return y.to_numpy()
 
 
+def _spaced(levels: Any) -> list[str] | None:
+    """The first text ``levels`` (distinct values) that differ only in spaces at their ends
+    ("yes", "yes "), or None."""
+    spellings: dict[str, list[str]] = {}
+    for level in levels:
+        if isinstance(level, str):
+            spellings.setdefault(level.strip(), []).append(level)
+    return next((found for found in spellings.values() if len(found) > 1), None)
+
+
 def _warn_spaced_labels(y: pd.Series, what: str) -> None:
     """Warn of text labels that differ only in spaces at their ends ("yes" and "yes "): a
     CSV reader drops the spaces before a value, not after it, so a stray space made a class
     of its own, silently."""
     if pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
         return
-    spellings: dict[str, list[str]] = {}
-    for level in pd.unique(y.to_numpy()):
-        if isinstance(level, str):
-            spellings.setdefault(level.strip(), []).append(level)
-    split = next((found for found in spellings.values() if len(found) > 1), None)
+    split = _spaced(pd.unique(y.to_numpy()))
     if split is not None:
         warnings.warn(f"target column {y.name!r} of the {what} holds labels that differ only "
                       f"in spaces at their ends ({', '.join(repr(v) for v in split[:3])}): "
@@ -600,6 +616,7 @@ class TableEncoder:
             filled = self._fill_numbers(num.to_numpy())
             self.mean_, std = column_spread(filled, [f"column {c!r}" for c in self.numeric_])
             self.scale_ = np.where(std > 0, std, 1.0)  # a constant column stays constant
+            self.constant_ = std == 0
         if self.categorical_:
             cat = X[self.categorical_].astype(object)
             if self.impute:
@@ -614,6 +631,8 @@ class TableEncoder:
                 sparse_output=False, dtype=float,
             )
             self._onehot.fit(self._filled_text(cat))
+            for c, cats in zip(self.categorical_, self._onehot.categories_, strict=True):
+                _warn_spaced_levels(c, _spaced(cats))
             self.levels_ = {
                 c: [str(v) for v in cats] for c, cats in
                 zip(self.categorical_, self._onehot.categories_, strict=True)
@@ -669,6 +688,8 @@ class TableEncoder:
                 raise ValueError(
                     f"column {self.numeric_[col]!r} has a value too large to standardise in "
                     f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
+            if what != "training data":  # the file's own held-out rows are training data
+                self._warn_constant(num, X.index, what)
             parts.append(scaled)
         # all rows: a typo in a held-out row left the training rows' cells all numbers
         # (and a column of distinct numbers read as text is set aside as row names: the
@@ -678,8 +699,42 @@ class TableEncoder:
         if self.categorical_:
             text = self._filled_text(X[self.categorical_].astype(object))
             self._warn_unseen(text, what)
+            if what != "training data":
+                self._warn_respelled(text, what)
             parts.append(self._onehot.transform(text))
         return np.hstack(parts) if parts else np.empty((len(X), 0))
+
+    def _warn_constant(self, num: np.ndarray, index: pd.Index, what: str) -> None:
+        """Warn of a numeric column constant in the training rows but not in ``what``: no
+        model learns from it, yet its held-out values move the predictions of distance-,
+        kernel- and weight-based models (an SVM's validation accuracy fell from 0.90 to
+        0.58 on one such column), and every row was valued on those predictions."""
+        for j in np.flatnonzero(self.constant_):
+            differ = np.flatnonzero(num[:, j] != self.mean_[j])
+            if len(differ):
+                pos = int(differ[0])
+                warnings.warn(
+                    f"column {self.numeric_[j]!r} is constant in the training rows "
+                    f"({self.mean_[j]:g}) but not in the {what} ({len(differ)} rows differ, "
+                    f"e.g. {num[pos, j]:g} in row {index[pos]}): no model learns from it, yet "
+                    "its other values there move the predictions of some (an RBF SVM, an "
+                    "MLP) on every row; drop the column.", UserWarning, stacklevel=3)
+
+    def _warn_respelled(self, text: np.ndarray, what: str) -> None:
+        """Warn of held-out levels that are a training level but for spaces at their ends
+        ("red " for "red"): each was encoded as an unknown level, silently."""
+        for j, c in enumerate(self.categorical_):
+            known = set(self.levels_[c])
+            stripped = {level.strip(): level for level in self.levels_[c]}
+            respelled = [(str(v), stripped[v.strip()]) for v in pd.unique(text[:, j])
+                         if v not in known and v.strip() in stripped]
+            if respelled:
+                held, trained = respelled[0]
+                warnings.warn(f"column {c!r} of the {what} holds {held!r}, which the training "
+                              f"rows spell {trained!r} (and {len(respelled) - 1} more such): "
+                              "a level the training rows lack, encoded as unknown; strip the "
+                              "spaces at the ends of the levels (in the files, or "
+                              "X[col].str.strip()).", UserWarning, stacklevel=3)
 
     def _warn_unseen(self, text: np.ndarray, what: str) -> None:
         """Warn of a text column none of whose values the training rows have (every row
@@ -710,6 +765,17 @@ class TableEncoder:
         return "; ".join(lines + unused)
 
 
+def _warn_spaced_levels(column: Any, split: list[str] | None) -> None:
+    """Warn that training levels of a text feature differ only in spaces at their ends
+    (``split``, from :func:`_spaced`): a CSV reader drops the spaces before a value, not
+    after it, so a stray space made a level of its own, silently."""
+    if split is not None:
+        warnings.warn(f"column {column!r} of the training data holds levels that differ only "
+                      f"in spaces at their ends ({', '.join(repr(str(v)) for v in split[:3])}"
+                      "): each is a level of its own; strip the spaces (in the file, or "
+                      "X[col].str.strip()) if they are one level.", UserWarning, stacklevel=4)
+
+
 def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
     """``X[columns]`` as floats; text where the training rows had numbers names its cell."""
     try:
@@ -720,10 +786,13 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
             bad = (pd.to_numeric(col, errors="coerce").isna() & col.notna()).to_numpy()
             if bad.any():
                 pos = int(np.flatnonzero(bad)[0])
+                found = _notation(col.iloc[pos])  # "−0.5", "0,5": say which way it is off
+                how = "" if found is None else (
+                    f"; it is a number {_NOTATIONS[found[0]][0]}: {_NOTATIONS[found[0]][1]}")
                 raise ValueError(
                     f"column {c!r} of the {what} holds {plain_value(col.iloc[pos])!r} in row "
                     f"{X.index[pos]}, but it is numeric in the training rows: give numbers "
-                    "there too (or text in both).") from None
+                    f"there too (or text in both){how}.") from None
         raise
 
 
@@ -791,7 +860,7 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str,
         present = col[col.notna()]
         bad = pd.to_numeric(present, errors="coerce").isna().to_numpy()
         n_bad = int(bad.sum())
-        _check_grouped(c, present, bad, what)
+        _check_notation(c, present, bad, what)
         if not n_bad:  # all numbers (or none present): nothing to say
             continue
         share = 100 * (len(present) - n_bad) / len(present)
@@ -820,24 +889,92 @@ def _cells(present: pd.Series, bad: np.ndarray) -> str:
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"
 _GROUPED = re.compile(r"[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?")
+#: a number with one comma and three digits after it: "171,006" could be either
+_ONE_GROUP = re.compile(r"[+-]?[1-9][0-9]{0,2},[0-9]{3}")
+#: a number written with a decimal comma: "3,5", "-0,126"
+_DECIMAL_COMMA = re.compile(r"[+-]?[0-9]*,[0-9]+([eE][+-]?[0-9]+)?")
+#: a number as the reader takes it
+_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+#: signs a word processor or a locale writes for minus: minus sign, figure and en dash,
+#: small and full-width hyphen-minus
+_MINUS_SIGNS = "\u2212\u2012\u2013\ufe63\uff0d"
+#: the characters a number of :data:`_NOTATIONS` is written with (a quick first test)
+_NUMBERISH = re.compile(rf"[\d\s,.+\-eE{_MINUS_SIGNS}]{{1,64}}")
+#: each notation the reader does not take: how it writes numbers, and the fix
+_NOTATIONS = {
+    "grouped": ("written with thousands separators", "remove the separators (3456, not 3,456)"),
+    # "171,006": 171006, or 171.006 with a decimal comma; only the user knows
+    "grouped?": ("written with thousands separators", "remove the separators (3456, not "
+                 "3,456), or if the commas are decimal commas, write a decimal point (3.456)"),
+    "comma": ("written with a decimal comma", "write them with a decimal point (3.5, not 3,5)"),
+    "minus": ("written with a minus sign other than '-' (U+2212 or a dash)",
+              "replace it with the plain '-' (hyphen-minus)"),
+    "space": ("written with non-breaking or other non-ASCII spaces",
+              "remove those spaces (a spreadsheet's thousands or padding spaces)"),
+}
 
 
-def _check_grouped(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> None:
-    """Refuse a text column of numbers written with thousands separators: read as text, it
-    became levels, or (a different one in every row) was set aside as row names."""
+def _notation(cell: Any) -> tuple[str, str] | None:
+    """``(notation, the number as the reader takes it)`` for a text cell that is a number
+    in a notation of :data:`_NOTATIONS` (the first problem it has), else None: read as
+    text, a column of them became one-hot levels, or row names that were dropped."""
+    if not isinstance(cell, str) or not _NUMBERISH.fullmatch(cell):  # text: ruled out fast
+        return None
+    text = cell.strip(" \t")
+    if _GROUPED.fullmatch(text) and not re.match(r"[+-]?0,", text):  # "0,126": a comma
+        return "grouped", text.replace(",", "")
+    kind = None
+    # non-breaking and other non-ASCII spaces, at the ends or grouping digits ("3\u202f456")
+    plain = "".join(ch for ch in text if ch in " \t" or not ch.isspace())
+    if plain != text:
+        kind = "space"
+    if plain[:1] in _MINUS_SIGNS:
+        plain, kind = "-" + plain[1:], kind or "minus"
+    if _DECIMAL_COMMA.fullmatch(plain):
+        plain, kind = plain.replace(",", "."), kind or "comma"
+    return (kind, plain) if kind and _PLAIN_NUMBER.fullmatch(plain) else None
+
+
+def _notations(cells: pd.Series) -> tuple[np.ndarray, pd.Series, str | None]:
+    """For text cells of one column: which are numbers in a notation of :data:`_NOTATIONS`,
+    the cells as the reader would take them (the others unchanged), and the column's
+    notation (a decimal comma where any cell has one: "1,234" among "0,5" is one too)."""
+    found = [_notation(v) for v in cells]
+    foreign = np.array([k is not None for k in found], dtype=bool)
+    plain = pd.Series([v if k is None else k[1] for v, k in zip(cells, found, strict=True)],
+                      index=cells.index, dtype=object)
+    kinds = {k[0] for k in found if k is not None}
+    kind = "comma" if "comma" in kinds else next((k[0] for k in found if k is not None), None)
+    if kind == "grouped" and all(_ONE_GROUP.fullmatch(v.strip(" \t")) for v in cells[foreign]):
+        kind = "grouped?"
+    return foreign, plain, kind
+
+
+def _notation_error(subject: str, cells: pd.Series, kind: str, tail: str) -> ParameterError:
+    """The error for ``cells`` (text cells of one column) written in the notation ``kind``."""
+    written, fix = _NOTATIONS[kind]
+    found = [_notation(v) for v in cells]
+    first = next(i for i, k in enumerate(found) if k is not None and k[0] == kind.rstrip("?"))
+    n_more = sum(k is not None for k in found) - 1
+    return ParameterError(
+        f"{subject} holds numbers {written} ({cells.iloc[first]!r:.40} in row "
+        f"{cells.index[first]}, and {n_more} more): {fix} so that they are read as numbers"
+        f"{tail}", "X" if subject.startswith("column") else "task")
+
+
+def _check_notation(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> None:
+    """Refuse a text column of numbers written in a notation the reader does not take
+    (:func:`_notation`: thousands separators, a decimal comma, a typographic minus,
+    non-breaking spaces): read as text, it became levels, or (a different one in every
+    row) was set aside as row names, with a warning that called it an id."""
     if not bad.any():
         return
-    grouped = np.array([isinstance(v, str) and _GROUPED.fullmatch(v.strip()) is not None
-                        for v in present[bad]])
-    if not grouped.any() or \
-            100 * (len(present) - int((~grouped).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
+    foreign, _, kind = _notations(present[bad])
+    if kind is None or \
+            100 * (len(present) - int((~foreign).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
         return
-    first = int(np.flatnonzero(bad)[np.argmax(grouped)])
-    raise ParameterError(
-        f"column {c!r} of the {what} holds numbers written with thousands separators "
-        f"({present.iloc[first]!r:.40} in row {present.index[first]}, and "
-        f"{int(grouped.sum()) - 1} more): remove the separators (3456, not 3,456) so that "
-        "they are read as numbers; a column meant as text must be text throughout.", "X")
+    raise _notation_error(f"column {c!r} of the {what}", present[bad], kind,
+                          "; a column meant as text must be text throughout.")
 
 
 def _check_finite(num: pd.DataFrame) -> None:
