@@ -973,11 +973,9 @@ def test_the_cost_estimate_comes_first_and_reaches_the_report(work: Path) -> Non
     assert "cost estimate" in (work / "out" / "report.md").read_text()
 
 
-def test_a_rename_failing_part_way_in_place_puts_everything_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Renamed in one by one (force beside the user's files), a failure after the first
-    outputs went in left them there, over the user's file of the same name, and the error
-    said the folder was unchanged."""
+def _claimed_in_place(tmp_path: Path) -> tuple[Path, Any, Callable[[Path], list[str]]]:
+    """A claimed --out holding the user's files (so outputs are renamed in one by one,
+    force), the folder, and a writer of three new outputs."""
     import tdshap.app.outdir as outdir
 
     out = tmp_path / "out"
@@ -988,13 +986,24 @@ def test_a_rename_failing_part_way_in_place_puts_everything_back(
     folder = outdir.OutputFolder(out, force=True, known=tuple(names))
     folder.check([], names)
     folder.claim()
-    before = snapshot(out)
 
     def write(stage: Path) -> list[str]:
         for name in names:
             (stage / name).write_text("new")
         return names
 
+    return out, folder, write
+
+
+def test_a_rename_failing_part_way_in_place_puts_everything_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Renamed in one by one (force beside the user's files), a failure after the first
+    outputs went in left them there, over the user's file of the same name, and the error
+    said the folder was unchanged."""
+    import tdshap.app.outdir as outdir
+
+    out, folder, write = _claimed_in_place(tmp_path)
+    before = snapshot(out)
     real_replace = os.replace
 
     def failing(src: Any, dst: Any) -> None:
@@ -1021,21 +1030,8 @@ def test_ctrl_c_while_renaming_in_place_puts_everything_back(
     report, and the user's file moved aside was deleted with the staging folder."""
     import tdshap.app.outdir as outdir
 
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "notes.txt").write_text("mine")
-    (out / "values.csv").write_text("the user's")
-    names = ["values.csv", "result.json", "report.md"]
-    folder = outdir.OutputFolder(out, force=True, known=tuple(names))
-    folder.check([], names)
-    folder.claim()
+    out, folder, write = _claimed_in_place(tmp_path)
     before = snapshot(out)
-
-    def write(stage: Path) -> list[str]:
-        for name in names:
-            (stage / name).write_text("new")
-        return names
-
     real_replace = os.replace
 
     def interrupted(src: Any, dst: Any) -> None:
