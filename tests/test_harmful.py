@@ -817,6 +817,13 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     (_X, _Y, {"y_val": _Y}, "give X_val with y_val"),
     (_X, _Y, {"X_val": _X, "y_val": np.where(_Y, "a", "b")}, "share no class"),
     (_X, _Y, {"val_fraction": "0.2"}, "val_fraction='0.2' must be a number"),
+    # a share of X to hold out beside the rows it would hold out: ignored, silently
+    (_X, _Y, {"X_val": _X, "y_val": _Y, "val_fraction": 0.5},
+     r"val_fraction=0.5 has no effect with X_val given"),
+    (_X, _Y, {"X_test": _X, "y_test": _Y, "test_fraction": 0.3},
+     r"test_fraction=0.3 has no effect with X_test given"),
+    (_X, _Y, {"X_val": _X, "y_val": _Y, "test_fraction": 0.3},
+     r"test_fraction=0.3 has no effect with X_val given"),
     (_X, _Y, {"random_state": -1}, "random_state=-1 must be a whole number >= 0"),
     (_X, _Y, {"metric": "r2"}, "'r2' is for regression"),
     (_X, _X[:, 0], {"estimator": _classifier()}, r"fractional values \(e.g. .*\) but the "
@@ -840,7 +847,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
      r"nan .* must give a finite number"),
     (_X, _X[:, 0] * 1e300, {}, r"target column 'y' has values too large to square \(up to"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
-        "fraction-text", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
+        "fraction-text", "val-fraction-beside-X_val", "test-fraction-beside-X_test",
+        "test-fraction-beside-X_val", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "list-labels",
         "bytes-labels", "nan-metric",

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from sklearn.base import is_classifier, is_regressor
 
 from tdshap._validation import (
+    ParameterError,
     check_flags,
     check_not_estimator,
     check_not_records,
@@ -214,6 +215,20 @@ def _warn_training_rows_held_out(Xa: np.ndarray, ya: np.ndarray,
                           "(the same features and target): the cut is judged on rows the "
                           f"models were trained on, so its gain is optimistic; give {what} "
                           "rows held out from the training rows.", UserWarning, stacklevel=3)
+
+
+def _check_fractions_apply(val_fraction: float | None, test_fraction: float | None,
+                           has_val: bool, has_test: bool) -> None:
+    """Refuse a share of the rows to hold out where the held-out rows are given: it was
+    ignored without a word (``val_fraction=0.5`` beside ``X_val`` held out none), as
+    ``tdshap clean`` refuses ``--val-fraction`` beside ``--val``."""
+    given = " and ".join(name for name, on in (("X_val", has_val), ("X_test", has_test)) if on)
+    for name, value, without in (("val_fraction", val_fraction, has_val),
+                                 ("test_fraction", test_fraction, has_val or has_test)):
+        if value is not None and without:
+            raise ParameterError(f"{name}={value!r} has no effect with {given} given: a share "
+                                 f"of X is held out only without them; leave out {name}, or "
+                                 f"{given}.", name)
 
 
 def _checked_seed(seed: Any) -> int:
@@ -409,7 +424,7 @@ def find_harmful(
     y_test: Any = None,
     task: str | None = None,
     metric: str | None = None,
-    val_fraction: float = DEFAULT_VAL_FRACTION,
+    val_fraction: float | None = None,
     test_fraction: float | None = None,
     tau: float | str = "auto",
     eps: float | str = "auto",
@@ -445,11 +460,13 @@ def find_harmful(
         columns by name (or by position, where text columns moved them) is refused.
     X_val, y_val, X_test, y_test:
         Validation (and test) data. Without validation data,
-        ``val_fraction`` of the rows are held out for validation and
+        ``val_fraction`` (default 0.25) of the rows are held out for validation and
         ``test_fraction`` (default 0.25 with ``cleanse``, else 0) for an
         honest before/after score (stratified for classification); the
         remaining rows are valued, and with ``every_row`` the held-out ones
-        too, in a second part.
+        too, in a second part. A fraction given beside the rows it would hold out
+        (``val_fraction`` with ``X_val``; ``test_fraction`` with ``X_val`` or
+        ``X_test``) is refused: it would have no effect.
     task:
         ``"classification"`` or ``"regression"``; if None, the task of ``estimator``
         (a scikit-learn classifier or regressor), else inferred from ``y``.
@@ -537,6 +554,9 @@ def find_harmful(
         if Xo is not None:  # _check_pairs: yo is given too
             frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
             _check_both_named(X, Xf.columns, Xo, frames[f"X_{name}"].columns, f"X_{name}")
+    _check_fractions_apply(val_fraction, test_fraction, X_val is not None, X_test is not None)
+    if val_fraction is None:
+        val_fraction = DEFAULT_VAL_FRACTION
     if test_fraction is None:  # test rows only serve the after-cleansing score
         test_fraction = DEFAULT_TEST_FRACTION if cleanse else 0.0
     given = {"model"} if estimator is not None else set()
