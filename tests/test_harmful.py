@@ -445,7 +445,14 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     (lambda v: f"{v - 170:.3f}".replace(".", ","), r"a decimal comma \('-?\d+,\d\d\d' in row \d+"),
     (lambda v: f"{v - 170:.1f}".replace("-", "\u2212"), r"a minus sign other than '-'"),
     (lambda v: f"\xa0{v:.1f}\xa0", r"non-breaking or other non-ASCII spaces"),
-], ids=["decimal-comma", "comma-or-thousands", "decimal-comma-1,234", "minus-sign", "nbsp"])
+    # a currency or percent sign: text to the reader, a price or a share became levels
+    (lambda v: f"${v:,.2f}", r"a currency or percent sign \('\$1\d\d\.\d\d' in row 0, "
+     r"and 39 more\): write them as plain numbers"),
+    (lambda v: f"-${v:.2f}", r"a currency or percent sign \('-\$1\d\d\.\d\d' in row 0"),
+    (lambda v: f"{v:.1f} %", r"a currency or percent sign \('1\d\d\.\d %' in row 0"),
+    (lambda v: f"{v:.2f} \u20ac".replace(".", ","), r"a currency or percent sign"),
+], ids=["decimal-comma", "comma-or-thousands", "decimal-comma-1,234", "minus-sign", "nbsp",
+        "dollars", "minus-dollars", "percent", "euros-decimal-comma"])
 def test_numbers_in_another_notation_are_refused_naming_it(cell: Any, words: str) -> None:
     # read as text, a different one in every row: set aside as "row names" with a warning
     # that called the measurement an id, or (repeated) one-hot levels without a word
@@ -499,6 +506,9 @@ def test_a_held_out_number_in_another_notation_is_named_as_such() -> None:
                        r"training rows: .*; it is a number written with a minus sign other "
                        r"than '-'"):
         encoder.transform(held, "validation data")
+    with pytest.raises(ValueError, match=r"holds '50%' in row 1, .*; it is a number written "
+                       r"with a currency or percent sign: write them as plain numbers"):
+        encoder.transform(pd.DataFrame({"a": ["0.5", "50%"]}), "validation data")
 
 
 def test_a_numeric_target_with_a_typo_is_refused_not_made_classes() -> None:
@@ -525,10 +535,15 @@ def test_a_text_target_of_a_label_per_row_or_two_is_refused_unless_the_task_is_g
     # "$151.00": read as text, 30 one- or two-row classes valued as a classifier, with
     # only scikit-learn's warning that y "could represent a regression problem"
     prices = pd.Series([f"${100 + i % 30}.00" for i in range(40)], name="price")
-    with pytest.raises(ValueError, match=r"target column 'price' has 30 different labels in "
-                       r"40 rows \('\$100.00', '\$101.00', '\$102.00', ...\), fewer than 3 "
-                       r"rows each.*plain numbers .* `task` classification"):
+    with pytest.raises(ValueError, match=r"target column 'price' holds numbers written with "
+                       r"a currency or percent sign \('\$100.00' in row 0, and 39 more\): "
+                       r"write them as plain numbers .* `task` classification"):
         infer_task(prices)
+    names = pd.Series([f"name{i % 30}" for i in range(40)], name="who")
+    with pytest.raises(ValueError, match=r"target column 'who' has 30 different labels in "
+                       r"40 rows \('name0', 'name1', 'name2', ...\), fewer than 3 rows each.*"
+                       r"`task` classification"):
+        infer_task(names)
     X = np.random.default_rng(0).normal(size=(40, 2))
     rows = tdshap.find_harmful(X, prices, task="classification", cleanse=False)
     assert len(rows) and rows.run.data.task == "classification"
@@ -848,7 +863,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     (_X, _X[:, 0] * 1e300, {}, r"target column 'y' has values too large to square \(up to"),
 ], ids=["duplicate-columns", "short-y-series", "ragged", "y_val-alone", "other-labels",
         "fraction-text", "val-fraction-beside-X_val", "test-fraction-beside-X_test",
-        "test-fraction-beside-X_val", "negative-seed", "metric-of-other-task", "classifier-on-fractions",
+        "test-fraction-beside-X_val", "negative-seed", "metric-of-other-task",
+        "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "list-labels",
         "bytes-labels", "nan-metric",

@@ -26,7 +26,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
       thousands separators (``3,456``), a decimal comma (``3,5``), a typographic minus
-      (``−2``, U+2212) or non-breaking spaces; one of at least ``PARTLY_NUMERIC_PERCENT`` %
+      (``−2``, U+2212), non-breaking spaces or a currency or percent sign (``$151.00``,
+      ``12%``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
       Missing-value markers the reader knows (empty, ``NA``, ``n/a``, ``null``...) are
       missing values, not typos; a ``pandas`` category column is taken as text as it is;
@@ -898,8 +899,11 @@ _PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 #: signs a word processor or a locale writes for minus: minus sign, figure and en dash,
 #: small and full-width hyphen-minus
 _MINUS_SIGNS = "\u2212\u2012\u2013\ufe63\uff0d"
+#: signs written beside a number that make it text to the reader: currencies before or
+#: after it, percent after it ("$151.00", "3,50 €", "12%")
+_CURRENCIES = "$\u20ac\u00a3\u00a5"
 #: the characters a number of :data:`_NOTATIONS` is written with (a quick first test)
-_NUMBERISH = re.compile(rf"[\d\s,.+\-eE{_MINUS_SIGNS}]{{1,64}}")
+_NUMBERISH = re.compile(rf"[\d\s,.+\-eE{_MINUS_SIGNS}{re.escape(_CURRENCIES)}%]{{1,64}}")
 #: each notation the reader does not take: how it writes numbers, and the fix
 _NOTATIONS = {
     "grouped": ("written with thousands separators", "remove the separators (3456, not 3,456)"),
@@ -911,7 +915,20 @@ _NOTATIONS = {
               "replace it with the plain '-' (hyphen-minus)"),
     "space": ("written with non-breaking or other non-ASCII spaces",
               "remove those spaces (a spreadsheet's thousands or padding spaces)"),
+    "unit": ("written with a currency or percent sign",
+             "write them as plain numbers (151.0, not $151.00; 12, not 12%)"),
 }
+
+
+def _without_unit(text: str) -> tuple[str, bool]:
+    """``text`` without a currency sign before or after its number or a percent sign after
+    it (a sign before either kept: "-$5" is "-5"), and whether it had one."""
+    sign, rest = (text[0], text[1:]) if text[:1] in "+-" + _MINUS_SIGNS else ("", text)
+    if rest[:1] in _CURRENCIES:
+        return sign + rest[1:].lstrip(" "), True
+    if rest[-1:] and rest[-1] in _CURRENCIES + "%":
+        return sign + rest[:-1].rstrip(" "), True
+    return text, False
 
 
 def _notation(cell: Any) -> tuple[str, str] | None:
@@ -920,10 +937,10 @@ def _notation(cell: Any) -> tuple[str, str] | None:
     text, a column of them became one-hot levels, or row names that were dropped."""
     if not isinstance(cell, str) or not _NUMBERISH.fullmatch(cell):  # text: ruled out fast
         return None
-    text = cell.strip(" \t")
+    text, unit = _without_unit(cell.strip(" \t"))
     if _GROUPED.fullmatch(text) and not re.match(r"[+-]?0,", text):  # "0,126": a comma
-        return "grouped", text.replace(",", "")
-    kind = None
+        return "unit" if unit else "grouped", text.replace(",", "")
+    kind = "unit" if unit else None
     # non-breaking and other non-ASCII spaces, at the ends or grouping digits ("3\u202f456")
     plain = "".join(ch for ch in text if ch in " \t" or not ch.isspace())
     if plain != text:
