@@ -135,8 +135,8 @@ EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
 #: than 3 robust SD (session 29's width) on every one of the detection benchmark's fifteen
 #: regression sets (20 seeds, 5-NN: AUROC 0.977 / 0.984 -> 0.991, every set within 0.02
 #: of Data-OOB's; random forests' 5-NN proxy 0.987 -> 0.993). Its cut removes fewer rows:
-#: the 5-NN's gains 1.0 +- 0.2 points of MAE less than at 3 SD (-21.6% against -22.6%,
-#: Data-OOB -18.6%), the forests' as much; with nothing planted it lowered no more sets.
+#: the 5-NN's gains 1.0 +- 0.2 points of MAE less than at 3 SD (-22.0% against -22.9%,
+#: Data-OOB -19.0%), the forests' as much; with nothing planted it lowered no more sets.
 #: docs/benchmarks.md, "A regressor's queries clipped at 1 robust SD";
 #: ``benchmarks/detection.py`` sets None, 2 and 3 for its ``find_harmful-noclip``,
 #: ``-clip2`` and ``-clip3`` rows
