@@ -142,7 +142,8 @@ def test_a_fraction_of_train_beside_the_file_of_those_rows_is_refused(
     write(table(seed=1), tmp_path / "other.csv")
     res = tdshap("clean", "t.csv", "--target", "y", *files, "other.csv", *fraction, "--out",
                  "out", cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", words, "leave out")
+    assert_input_error(res, tmp_path / "out", words, "a share of TRAIN is held out only "
+                       "without it; leave out")
 
 
 def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(

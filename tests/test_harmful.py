@@ -834,11 +834,12 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     (_X, _Y, {"val_fraction": "0.2"}, "val_fraction='0.2' must be a number"),
     # a share of X to hold out beside the rows it would hold out: ignored, silently
     (_X, _Y, {"X_val": _X, "y_val": _Y, "val_fraction": 0.5},
-     r"val_fraction=0.5 has no effect with X_val given"),
+     r"`val_fraction` 0.5 has no effect with `X_val`: a share of `X` is held out only "
+     r"without it"),
     (_X, _Y, {"X_test": _X, "y_test": _Y, "test_fraction": 0.3},
-     r"test_fraction=0.3 has no effect with X_test given"),
+     r"`test_fraction` 0.3 has no effect with `X_test`"),
     (_X, _Y, {"X_val": _X, "y_val": _Y, "test_fraction": 0.3},
-     r"test_fraction=0.3 has no effect with X_val given"),
+     r"`test_fraction` 0.3 has no effect with `X_val`"),
     (_X, _Y, {"random_state": -1}, "random_state=-1 must be a whole number >= 0"),
     (_X, _Y, {"metric": "r2"}, "'r2' is for regression"),
     (_X, _X[:, 0], {"estimator": _classifier()}, r"fractional values \(e.g. .*\) but the "

@@ -32,6 +32,7 @@ from tdshap.app.harmful import (
     HarmfulRun,
     PreparedData,
     TDShapOptions,
+    check_fractions_apply,
     prepare,
 )
 from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_params
@@ -53,6 +54,7 @@ FLAGS = {
     "time_budget": "--time-budget",
     "max_failed_fraction": "--max-failed-fraction", "impute": "--impute",
     "val_fraction": "--val-fraction", "test_fraction": "--test-fraction", "X_val": "--val",
+    "X_test": "--test", "X": "TRAIN",
     "eps": "--eps", "tau": "--tau", "max_iter": "--max-iter",
     "checkpoint_every": "--checkpoint-every", "method": "--method", "resume": "--resume",
     "neighbor_search": "--neighbor-search", "every_row": "--every-row",
@@ -463,21 +465,11 @@ def _check_options(opts: dict[str, Any], given: set[str]) -> None:
         raise ValueError(f"--val and --test name the same file ({val}): the cut would be "
                          "chosen and judged on the same rows; give two files, or leave --test "
                          "out to hold out a share of TRAIN.")
-    _check_fractions(opts, given)
-
-
-def _check_fractions(opts: dict[str, Any], given: set[str]) -> None:
-    """Refuse a share of TRAIN to hold out where the held-out rows come from files: the
-    fraction was ignored without a word (--val val.csv --val-fraction 0.5 held out none)."""
-    files = " and ".join(flag for flag, key in (("--val", "val_path"), ("--test", "test_path"))
-                         if opts[key] is not None)
-    for flag, key, purpose, without in (
-            ("--val-fraction", "val_fraction", "validation", ("--val",)),
-            ("--test-fraction", "test_fraction", "testing", ("--val", "--test"))):
-        if key in given and any(f in files for f in without):
-            raise ValueError(f"{flag} {opts[key]} has no effect with {files}: a share of "
-                             f"TRAIN is held out for {purpose} only without "
-                             f"{' and '.join(without)}; leave out {flag}, or {files}.")
+    # a share of TRAIN beside the file of those rows: the library's check, in options
+    val_f, test_f = (opts[key] if key in given else None
+                     for key in ("val_fraction", "test_fraction"))
+    check_fractions_apply(val_f, test_f, opts["val_path"] is not None,
+                          opts["test_path"] is not None)
 
 
 def _origin(opts: dict[str, Any], test_fraction: float) -> dict[str, Any]:

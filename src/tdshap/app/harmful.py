@@ -217,18 +217,20 @@ def _warn_training_rows_held_out(Xa: np.ndarray, ya: np.ndarray,
                           "rows held out from the training rows.", UserWarning, stacklevel=3)
 
 
-def _check_fractions_apply(val_fraction: float | None, test_fraction: float | None,
-                           has_val: bool, has_test: bool) -> None:
-    """Refuse a share of the rows to hold out where the held-out rows are given: it was
-    ignored without a word (``val_fraction=0.5`` beside ``X_val`` held out none), as
-    ``tdshap clean`` refuses ``--val-fraction`` beside ``--val``."""
-    given = " and ".join(name for name, on in (("X_val", has_val), ("X_test", has_test)) if on)
+def check_fractions_apply(val_fraction: float | None, test_fraction: float | None,
+                          has_val: bool, has_test: bool) -> None:
+    """Refuse a share of ``X`` to hold out (a fraction given, None: not) where the rows it
+    would hold out are given (``has_val``, ``has_test``): it was ignored without a word
+    (``val_fraction=0.5`` beside ``X_val``, ``--val-fraction 0.5`` beside ``--val``, held
+    out none). Names in backticks: the command shows its own options for them."""
+    given = " and ".join(f"`{name}`" for name, on in (("X_val", has_val), ("X_test", has_test))
+                         if on)
     for name, value, without in (("val_fraction", val_fraction, has_val),
                                  ("test_fraction", test_fraction, has_val or has_test)):
         if value is not None and without:
-            raise ParameterError(f"{name}={value!r} has no effect with {given} given: a share "
-                                 f"of X is held out only without them; leave out {name}, or "
-                                 f"{given}.", name)
+            raise ParameterError(f"`{name}` {value!r} has no effect with {given}: a share of "
+                                 f"`X` is held out only without it; leave out `{name}`, or "
+                                 f"{given}.", name, "X_val", "X_test", "X")
 
 
 def _checked_seed(seed: Any) -> int:
@@ -554,7 +556,7 @@ def find_harmful(
         if Xo is not None:  # _check_pairs: yo is given too
             frames[f"X_{name}"], frames[f"y_{name}"] = _as_pair(Xo, yo, f"X_{name}", f"y_{name}")
             _check_both_named(X, Xf.columns, Xo, frames[f"X_{name}"].columns, f"X_{name}")
-    _check_fractions_apply(val_fraction, test_fraction, X_val is not None, X_test is not None)
+    check_fractions_apply(val_fraction, test_fraction, X_val is not None, X_test is not None)
     if val_fraction is None:
         val_fraction = DEFAULT_VAL_FRACTION
     if test_fraction is None:  # test rows only serve the after-cleansing score
