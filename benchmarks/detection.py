@@ -293,6 +293,53 @@ def _abalone3() -> tuple[np.ndarray, np.ndarray]:
     return X, np.digitize(y, [8.5, 10.5]).astype(int)
 
 
+def _binary_features() -> tuple[np.ndarray, np.ndarray]:
+    # every feature 0/1: most distances tie, so the neighbour lists rest on tie-breaks
+    X, y = make_classification(800, 12, n_informative=6, random_state=61)
+    return (X > 0).astype(float), y
+
+
+def _feature_outliers() -> tuple[np.ndarray, np.ndarray]:
+    # 2% of the rows with one feature 50 times too large (a unit slip), labels right
+    X, y = make_classification(800, 8, n_informative=5, random_state=62)
+    rows = np.random.default_rng(62).choice(len(y), 16, replace=False)
+    X[rows, 0] *= 50.0
+    return X, y
+
+
+def _xor() -> tuple[np.ndarray, np.ndarray]:
+    # the class is the sign of x0 * x1 (no linear boundary), four features of noise beside
+    X = np.random.default_rng(63).uniform(-1.0, 1.0, (800, 6))
+    return X, (X[:, 0] * X[:, 1] > 0).astype(int)
+
+
+def _copied_columns() -> tuple[np.ndarray, np.ndarray]:
+    # each of five features three times, the copies lightly jittered (collinear columns)
+    X, y = make_classification(800, 5, n_informative=3, n_redundant=0, random_state=64)
+    jitter = 0.01 * np.random.default_rng(64).normal(size=(len(y), 10))
+    return np.hstack([X, X + jitter[:, :5], X + jitter[:, 5:]]), y
+
+
+def _unequal_blobs() -> tuple[np.ndarray, np.ndarray]:
+    # six classes of 300 down to 20 rows
+    return make_blobs([300, 200, 120, 80, 40, 20], n_features=4, cluster_std=2.0,
+                      random_state=65)
+
+
+def _ratings() -> tuple[np.ndarray, np.ndarray]:
+    # a 1-5 rating: a noisy linear signal rounded into five levels
+    X, z = _linear_signal(66)
+    z = z + 0.5 * np.random.default_rng(66).normal(size=len(z))
+    return X, np.clip(np.round(3.0 + 1.2 * z), 1, 5)
+
+
+def _steps() -> tuple[np.ndarray, np.ndarray]:
+    # a piecewise-constant target (what a tree fits, a k-NN blurs) with noise
+    X = np.random.default_rng(67).uniform(-1.0, 1.0, (800, 4))
+    noise = np.random.default_rng(167).normal(size=len(X))
+    return X, 10.0 * (X[:, 0] > 0) + 5.0 * (X[:, 1] > 0.5) - 4.0 * (X[:, 2] < -0.3) + noise
+
+
 #: name -> (loader returning (X, y), task). The loaders use no network.
 DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "digits": (lambda: load_digits(return_X_y=True), "classification"),
@@ -399,10 +446,22 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "tiny_iris": (_rows_of(load_iris, 100, 3), "classification"),
     "tiny_moons": (lambda: make_moons(100, noise=0.2, random_state=145), "classification"),
     "tiny_digits": (_rows_of(load_digits, 120, 4, n_class=4), "classification"),
+    # added in session 31 and measured once, before any change (the 'fresh' group): 0/1
+    # features (tied distances), feature outliers, XOR, copied columns, six classes of
+    # unequal size, 3,000 training rows, a 1-5 rating target, a piecewise-constant target
+    "binary_feats": (_binary_features, "classification"),
+    "feat_outliers": (_feature_outliers, "classification"),
+    "xor": (_xor, "classification"),
+    "copies": (_copied_columns, "classification"),
+    "unequal6": (_unequal_blobs, "classification"),
+    "mid3k": (lambda: make_classification(6000, 10, n_informative=5, n_classes=3,
+                                          random_state=68), "classification"),
+    "ratings": (_ratings, "regression"),
+    "steps": (_steps, "regression"),
 }
 #: --datasets groups: the five sets added as a first unseen check, session 23's eight,
-#: session 26's eight, session 29's five regression targets and session 30's small
-#: classification sets
+#: session 26's eight, session 29's five regression targets, session 30's small
+#: classification sets and session 31's eight
 GROUPS: dict[str, tuple[str, ...]] = {
     "extra": ("breast_cancer", "moons", "blobs8", "hard_binary", "linear"),
     "unseen": ("hard_sep", "four_class", "moons35", "blobs4", "weighted", "quantiles2",
@@ -412,6 +471,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "targets": ("lognormal", "counts", "bimodal", "hetero", "skew_noise"),
     "small": ("tiny", "tiny_a", "tiny_b", "tiny_c", "tiny_wine", "tiny_bc", "tiny_iris",
               "tiny_moons", "tiny_digits"),
+    "fresh": ("binary_feats", "feat_outliers", "xor", "copies", "unequal6", "mid3k",
+              "ratings", "steps"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 

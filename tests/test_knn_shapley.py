@@ -75,6 +75,16 @@ def test_rank_is_the_stable_order_whatever_the_ties(share):
     assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
 
 
+@pytest.mark.parametrize(("rows", "tied_rows"), [(300, [0, 5, 31]), (300, [32, 299]),
+                                                  (3, [1]), (1, [0])])
+def test_rank_keeps_the_probe_rows_order_and_their_ties(rows, tied_rows):
+    # the first rows are sorted once to probe for ties and keep that order: a tie among
+    # them, just after them or in a block smaller than the probe is still broken stably
+    dist = np.random.default_rng(4).random((rows, 40))
+    dist[np.ix_(tied_rows, [3, 7, 30])] = 0.5
+    assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
+
+
 def test_centred_regression_is_the_game_on_centred_targets():
     X, y, Xv, yv = tiny_game(8, "regression")
     y, yv = y + 40.0, yv + 40.0  # far from 0, where centring matters

@@ -150,19 +150,28 @@ _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean
 QUERIES = ("validation", "training", "both")
 
 
-def _reverse_cumsum(a: np.ndarray) -> np.ndarray:
-    """``out[:, i] = a[:, i:].sum(1)``."""
-    return np.cumsum(a[:, ::-1], axis=1)[:, ::-1]
+def _sum_after(a: np.ndarray) -> np.ndarray:
+    """``out[:, i] = a[:, i + 1:].sum(1)``: Σ over the rows farther than each rank."""
+    out = np.empty_like(a)
+    out[:, -1] = 0.0
+    np.cumsum(a[:, :0:-1], axis=1, out=out[:, -2::-1])
+    return out
 
 
 def linear_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
     """Shapley values of ``(1/k) Σ_{i in top(S)} w_i``, rows sorted by distance (row-wise)."""
     n = w.shape[1]
     rank = np.arange(1, n + 1)
-    step = (w[:, :-1] - w[:, 1:]) * (np.minimum(k, rank[:-1]) / (k * rank[:-1]))
     out = np.empty_like(w, dtype=float)
+    # the steps and their sums from the far end computed in place in out[:, :-1], seen from
+    # the far end: no temporaries (this sum is most of exact k-NN Shapley's time after the
+    # sort; the same operations in the same order as steps then a reverse cumulative sum)
+    far_first = out[:, -2::-1]
+    np.subtract(w[:, -2::-1], w[:, :0:-1], out=far_first)
+    far_first *= (np.minimum(k, rank[:-1]) / (k * rank[:-1]))[::-1]
+    np.cumsum(far_first, axis=1, out=far_first)
     out[:, -1] = w[:, -1] * min(k, n) / (k * n)
-    out[:, :-1] = out[:, -1:] + _reverse_cumsum(step)
+    out[:, :-1] += out[:, -1:]
     return out
 
 
@@ -178,13 +187,21 @@ def pair_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
         ends = np.where(far, k * (k - 1) / (2 * rank * (rank - 1)), 0.5)
         # b: value of each row nearer than that farther row (other than its partner)
         nearer = np.where(far, -k * (k - 1) / (rank * (rank - 1) * (rank - 2)), 0.0)
-    before = np.cumsum(w, axis=1) - w  # Σ of w over the rows nearer than each rank
-
-    def after(a: np.ndarray) -> np.ndarray:  # Σ over the rows farther than each rank
-        return _reverse_cumsum(a) - a
-
-    return (w * ends * before + w * after(w * ends) + after(w * nearer * before)
-            - w * after(w * nearer))
+    before = np.empty_like(w, dtype=float)  # Σ of w over the rows nearer than each rank
+    before[:, 0] = 0.0
+    np.cumsum(w[:, :-1], axis=1, out=before[:, 1:])
+    # w ends before + w after(w ends - w nearer) + after(w nearer before), each term in
+    # place where it can be: these arrays are queries x rows, their sums most of the time
+    w_ends = w * ends
+    w_nearer = w * nearer
+    out = w_ends * before
+    w_ends -= w_nearer
+    term = _sum_after(w_ends)
+    term *= w
+    out += term
+    w_nearer *= before
+    out += _sum_after(w_nearer)
+    return out
 
 
 def knn_shapley_problem(estimator: Any) -> str | None:
@@ -545,8 +562,10 @@ class KNNShapley(DirectValuation):
         else:
             w = np.asarray(y, dtype=float)[order]
             t = np.asarray(yv, dtype=float)[:, None]
-            phi = (2 * t * linear_knn_shapley(w, k) - linear_knn_shapley(w * w, k) / k
-                   - 2 * pair_knn_shapley(w, k) / k**2)
+            # the linear game's values are linear in its weights: one game of 2 t w - w² / k
+            linear = linear_knn_shapley(2 * t * w - w * w / k, k)
+            linear -= 2 * pair_knn_shapley(w, k) / k**2
+            phi = linear
         return order, phi
 
 
@@ -603,7 +622,13 @@ def nearest_mask(dist: np.ndarray, k: int) -> np.ndarray:
     tied = dist == kth
     # the tied columns fill what the nearer ones leave, lowest positions first
     room = k - nearer.sum(axis=1, keepdims=True)
-    return (nearer | (tied & (np.cumsum(tied, axis=1) <= room))).astype(float)
+    mask = nearer | tied
+    # a row whose k-th distance is its own (no other column ties it) keeps the whole mask
+    crowded = np.flatnonzero(tied.sum(axis=1) > 1)
+    if crowded.size:
+        ties = tied[crowded]
+        mask[crowded] = nearer[crowded] | (ties & (np.cumsum(ties, axis=1) <= room[crowded]))
+    return mask.astype(float)
 
 
 def _rank(dist: np.ndarray) -> np.ndarray:
@@ -616,14 +641,20 @@ def _rank(dist: np.ndarray) -> np.ndarray:
     stably at once.
     """
     def tied(order: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        ranked = np.take_along_axis(rows, order, axis=1)
+        ranked = np.empty_like(rows)
+        for i, row in enumerate(rows):  # a row at a time: 2 times faster than take_along_axis
+            np.take(row, order[i], out=ranked[i])
         return (ranked[:, 1:] == ranked[:, :-1]).any(axis=1)
 
-    probe = dist[:_TIE_PROBE_ROWS]
-    if tied(np.argsort(probe, axis=1), probe).mean() > _TIE_SHARE_STABLE:
+    probe = len(dist[:_TIE_PROBE_ROWS])
+    order = np.empty(dist.shape, dtype=np.intp)
+    order[:probe] = np.argsort(dist[:probe], axis=1)
+    redo = tied(order[:probe], dist[:probe])
+    if redo.mean() > _TIE_SHARE_STABLE:
         return np.argsort(dist, axis=1, kind="stable")
-    order = np.argsort(dist, axis=1)
-    redo = np.flatnonzero(tied(order, dist))
+    # the probe rows keep their order: an unstable sort orders each row by itself
+    order[probe:] = np.argsort(dist[probe:], axis=1)
+    redo = np.flatnonzero(np.concatenate([redo, tied(order[probe:], dist[probe:])]))
     if redo.size:
         order[redo] = np.argsort(dist[redo], axis=1, kind="stable")
     return order
