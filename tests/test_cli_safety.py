@@ -1135,3 +1135,28 @@ def test_python_dash_m_tdshap_is_the_command(work: Path) -> None:
     usage = subprocess.run([sys.executable, "-m", "tdshap", "--help"], cwd=work,
                            capture_output=True, text=True, timeout=180)
     assert usage.returncode == 0 and usage.stdout.startswith("Usage: tdshap ")
+
+
+def test_renamed_in_place_the_set_is_marked_incomplete_until_the_last_rename(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run killed (SIGKILL: nothing put back) while renaming in place left the old
+    manifest, still saying 'complete', over a mix of old and new outputs."""
+    import tdshap.app.outdir as outdir
+
+    out, folder, write = _claimed_in_place(tmp_path)
+    real_replace = os.replace
+    seen: list[dict[str, Any]] = []
+
+    def watched(src: Any, dst: Any) -> None:
+        if Path(src).name == "report.md" and outdir.STAGING in str(src):
+            seen.append(json.loads((out / outdir.MANIFEST).read_text()))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(outdir.os, "replace", watched)
+    folder.publish(write, {"run": "new"})
+    # mid-way (values.csv already new, report.md not yet in), as a kill would leave it
+    assert (seen[0]["complete"], seen[0]["files"]) == (
+        False, ["report.md", "result.json", "values.csv"])
+    final = json.loads((out / outdir.MANIFEST).read_text())
+    assert final["complete"] and final["run"] == "new"
+    folder.release()

@@ -24,8 +24,9 @@ Publishing
     or the new set, never a mix; files of the old set that the new run does
     not produce go with the old folder. Where ``--out`` cannot be swapped
     (``force`` with other files in it, or ``--out`` is the working directory),
-    the files are renamed in one by one from a staging folder inside it and
-    the manifest is replaced last; so they are too when a file appeared in
+    the files are renamed in one by one from a staging folder inside it, under a
+    manifest that lists old and new and marks the set incomplete, replaced by the
+    new manifest last; so they are too when a file appeared in
     ``--out`` while the run worked (the swap would delete it with the old set),
     and one that has an output's name is refused without ``force``. A failure
     while writing (a full disk) removes the staging folder and leaves the
@@ -461,16 +462,23 @@ class OutputFolder:
         moved: list[str] = []  # names moved aside, in order
         placed: list[str] = []  # names of the new set renamed in
         try:
-            for name in stale:
+            for name in [*stale, MANIFEST]:
                 if os.path.lexists(self.real / name):
                     os.replace(self.real / name, aside / name)
                     moved.append(name)
-            for name in [*written, MANIFEST]:
+            # what a run killed (SIGKILL, power) while renaming leaves: old and new outputs
+            # side by side under a manifest that claims every name of the set and says it
+            # is not complete (a later run passes over names not there), not the old
+            # manifest calling a mix the old set
+            atomic_write_bytes(self.real / MANIFEST, _manifest_bytes(files, False, {}))
+            placed.append(MANIFEST)
+            for name in written:
                 if os.path.lexists(self.real / name):
                     os.replace(self.real / name, aside / name)
                     moved.append(name)
                 os.replace(stage / name, self.real / name)
                 placed.append(name)
+            os.replace(stage / MANIFEST, self.real / MANIFEST)
         except BaseException:  # Ctrl-C too: the caller removes the staging folder, and
             # with it each file moved aside that was not put back
             for name in reversed(placed):
