@@ -206,6 +206,19 @@ def test_validation_data_unlike_the_training_data(tmp_path: Path, train: Path, c
     assert_input_error(res, tmp_path / "out", *words)
 
 
+def test_a_column_filled_in_the_validation_rows_only_is_in_the_report(
+        tmp_path: Path, train: Path) -> None:
+    # --impute filled a validation column with the training median and report.md, which
+    # listed the training rows' imputed columns alone, did not say so
+    val = table(seed=1)
+    val.loc[[2, 5], "a"] = np.nan
+    write(val, tmp_path / "val.csv")
+    res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--impute", "--out",
+                 "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "- imputed in held-out rows only: {'a': " in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_an_unnamed_index_column_names_the_rows_not_a_feature(tmp_path: Path) -> None:
     # DataFrame.to_csv's default writes the row index as a first column with no name: it was
     # read as a feature "Unnamed: 0" (the row number, standardised) and the k-NN's distances

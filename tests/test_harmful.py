@@ -404,6 +404,18 @@ def test_encoder_impute_uses_training_rows() -> None:
     assert list(out[1, 1:]) == [1.0, 0.0]
     held_out = enc.transform(pd.DataFrame({"x": [np.nan], "c": [None]}))
     assert held_out[0, 0] == out[1, 0] and list(held_out[0, 1:]) == [1.0, 0.0]
+    assert enc.imputed_held_out_ == {}  # those columns are the training rows' imputed ones
+
+
+def test_encoder_names_columns_filled_in_held_out_rows_only() -> None:
+    # the report listed imputed_, the training rows' columns, alone: a validation column
+    # filled in with the training median went unsaid
+    enc = TableEncoder(impute=True).fit(pd.DataFrame({"x": [1.0, np.nan, 3.0],
+                                                      "z": [5.0, 7.0, 6.0],
+                                                      "c": ["u", "v", "v"]}))
+    enc.transform(pd.DataFrame({"x": [np.nan], "z": [np.nan], "c": [None]}), "validation data")
+    assert enc.imputed_ == {"x": 2.0}
+    assert enc.imputed_held_out_ == {"z": 6.0, "c": "v"}
 
 
 def _heights(n: int = 40) -> list[str]:

@@ -363,7 +363,9 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20,
             f"- task: **{d.task}** ({'given' if d.task_given else 'inferred: ' + d.task_reason})",
             f"- {len(d.y_train)} training rows valued; {d.split_note}",
             f"- {len(d.encoder.feature_names_)} encoded features; {d.encoder.describe()}",
-        ] + ([f"- imputed: {d.encoder.imputed_}"] if d.encoder.imputed_ else [])),
+        ] + ([f"- imputed: {d.encoder.imputed_}"] if d.encoder.imputed_ else [])
+          + ([f"- imputed in held-out rows only: {d.encoder.imputed_held_out_}"]
+             if d.encoder.imputed_held_out_ else [])),
         "## Settings\n" + _md_table(["setting", "value", "source", "why"], settings),
     ]
     if run.cleansing is not None:

@@ -567,8 +567,10 @@ class TableEncoder:
 
     Attributes (after :meth:`fit`): ``numeric_``, ``categorical_`` (column
     names), ``feature_names_`` (the encoded columns), ``levels_`` (levels per
-    categorical column, as kept), ``imputed_`` (column -> value filled in),
-    ``unused_`` (text columns of row names, not encoded).
+    categorical column, as kept), ``imputed_`` (column -> value filled in, for the
+    columns with missing values in the training rows), ``imputed_held_out_`` (the same,
+    for columns whose missing values only rows transformed later had: validation and test
+    rows), ``unused_`` (text columns of row names, not encoded).
     """
 
     impute: bool = False
@@ -604,6 +606,7 @@ class TableEncoder:
             _warn_row_names(self.unused_, not (self.numeric_ or self.categorical_))
         self._check_missing(X, "training data")
         self.imputed_: dict[str, Any] = {}
+        self.imputed_held_out_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
             num = X[self.numeric_].astype(float)
@@ -664,6 +667,20 @@ class TableEncoder:
                 f"text){_MISSING_MARKERS if _is_text(X[col].dtype) else ''}.", "impute"
             )
 
+    def _note_filled(self, X: pd.DataFrame) -> None:
+        """Record what is filled in where only these rows miss a value: the report named
+        the training rows' imputed columns alone, so a held-out column filled in went
+        unsaid."""
+        for imputer, columns in ((self._num_imputer, self.numeric_),
+                                 (self._cat_imputer, self.categorical_)):
+            if imputer is None:
+                continue
+            missing = X[columns].isna().any()
+            for c, value in zip(columns, imputer.statistics_, strict=True):
+                if missing[c] and c not in self.imputed_:
+                    self.imputed_held_out_[c] = float(value) if imputer is self._num_imputer \
+                        else value
+
     def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
         return num if self._num_imputer is None else self._num_imputer.transform(num)
 
@@ -677,6 +694,8 @@ class TableEncoder:
     def transform(self, X: pd.DataFrame, what: str = "data") -> np.ndarray:
         """The encoded matrix of ``X``; ``what`` names ``X`` in error messages."""
         self._check_missing(X, what)
+        if self.impute:
+            self._note_filled(X)
         parts = []
         if self.numeric_:
             raw = _numbers(X, self.numeric_, what)
