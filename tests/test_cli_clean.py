@@ -156,6 +156,37 @@ def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(
                        "its column 'y ' differs only in case or spaces: pass --target 'y '")
 
 
+def test_control_characters_in_a_files_names_are_shown_escaped(tmp_path: Path) -> None:
+    # a column named "\x1b]0;...\x07" (an escape that sets the terminal's title; click
+    # strips only colour codes) or holding a NUL was echoed raw into the error line
+    title, nul = "\x1b]0;owned\x07b", "c\x00d"
+    write(table().rename(columns={"b": title, "colour": nul}), tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "z", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "target column 'z' is not in",
+                       "(its columns: a, \\x1b]0;owned\\x07b, c\\x00d, y)")
+    assert "\x1b" not in res.stderr and "\x00" not in res.stderr
+
+
+def test_ids_and_names_with_control_characters_stay_escaped_in_the_summary_and_report(
+        tmp_path: Path) -> None:
+    # a row id holding an escape and a line break was printed raw in the worst rows, and
+    # split report.md's table row in two; a column name with a backtick ended its code span
+    frame = table()
+    frame.insert(0, "id", [f"\x1b]0;r{i}\x07\nx|" for i in range(len(frame))])
+    frame = frame.rename(columns={"colour": "col`our\n# heading"})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    res = tdshap("clean", "t.csv", "--target", "y", "--id-column", "id", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "\\x1b]0;r" in res.stdout, res.stdout
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "\x1b" not in report and "\n# heading" not in report
+    assert "``col`our\\n# heading``: one-hot, 3 levels" in report
+    rows = [line for line in report.splitlines() if line.startswith("| \\x1b]0;r")]
+    assert len(rows) == 20 and all(line.endswith(" |") for line in rows), rows
+    assert "\\nx\\|" in rows[0]
+
+
 @pytest.mark.parametrize("old", ["14.0.0", "12.0.1"])
 def test_a_pyarrow_that_runs_a_files_code_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from collections.abc import Hashable, Iterator, Sequence
@@ -95,7 +96,7 @@ def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
     dupes = frame.columns[frame.columns.duplicated()]
     if len(dupes):
         raise ValueError(f"{name} has duplicate column names: "
-                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
+                         f"{names(dupes.unique()[:5])}; rename them so each "
                          "column has its own name.")
 
 
@@ -367,10 +368,10 @@ def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> 
 def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
     """How ``other`` differs from ``columns`` by name ("lacks a, b and has extra c", five
     names of each at most), or None when they hold the same names."""
-    missing = [str(c) for c in columns if c not in other]
-    extra = [str(c) for c in other if c not in columns]
-    parts = ([f"lacks {', '.join(missing[:5])}"] if missing else []) + (
-        [f"has extra {', '.join(extra[:5])}"] if extra else [])
+    missing = [c for c in columns if c not in other]
+    extra = [c for c in other if c not in columns]
+    parts = ([f"lacks {names(missing[:5])}"] if missing else []) + (
+        [f"has extra {names(extra[:5])}"] if extra else [])
     return " and ".join(parts) or None
 
 
@@ -417,6 +418,37 @@ def check_data(
         )
     check_label_kinds(ya, yv)
     return Xa, ya, Xv, yv
+
+
+def printable(text: Any, keep: str = "") -> str:
+    """``str(text)`` with each character a terminal or a Markdown file would not show as
+    itself (control characters: an ANSI escape, a line break, a NUL; a bidirectional
+    override) written as Python writes it in a string's repr (``\\x1b``), except those in
+    ``keep``. Names and ids come from the user's files: a column named "\\x1b[2J" printed
+    in a message cleared the terminal, and one holding a line break split a report's line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in text)
+
+
+def code_span(text: Any) -> str:
+    """``text`` as Markdown inline code, shown as it is: :func:`printable`, between runs of
+    more backticks than it holds (a name with a backtick ended the span early and the rest
+    was read as Markdown)."""
+    text = printable(text)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def names(columns: Any, limit: int | None = None) -> str:
+    """Column names for a message, comma-separated, each :func:`printable`; the first
+    ``limit`` of them and "..." where there are more."""
+    columns = list(columns)
+    shown = columns if limit is None else columns[:limit]
+    return ", ".join(printable(c) for c in shown) + (
+        ", ..." if limit is not None and len(columns) > limit else "")
 
 
 def plain_value(value: Any) -> Any:

@@ -24,6 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from tdshap._validation import names, printable
 from tdshap.app.every_row import parts_frame, plan_parts
 from tdshap.app.harmful import (
     DEFAULT_MAX_ITER,
@@ -285,9 +286,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         frame = frame.reset_index(level=id_column)
     for col, label in ((target, "target"), (id_column, "id")):
         if col is not None and col not in frame.columns:
-            shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
-                             f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''})"
+                             f"(its columns: {names(frame.columns, 10)})"
                              f"{_near_name(frame.columns, col, label)}.")
     auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
             and not frame[UNNAMED_INDEX].isna().any()
@@ -579,7 +579,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
             lambda tmp: _write_outputs(runs, tmp, train, frame, about, id_col), about)
     finally:
         folder.release()
-    click.echo(parts_report(runs, n_worst=5))
+    # the worst rows' ids are the user's text: a control character in one is shown escaped
+    click.echo(printable(parts_report(runs, n_worst=5), keep="\n"))
     click.echo(f"wrote {', '.join(written)} to {folder.real}")
 
 
@@ -633,9 +634,12 @@ def one_line_errors(work: Callable[[], None]) -> None:
                        "with the command that caused it).")
         else:
             for line, n in seen.most_common(5):
-                click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
+                click.echo(printable(f"warning: {line}{f' ({n} times)' if n > 1 else ''}"),
+                           err=True)
             return
-    raise InputError(" ".join((message + _warning_note(seen)).split())) from None
+    # one line, and names from a file (a column "\x1b[2J", a NUL) shown escaped, not run by
+    # the terminal
+    raise InputError(printable(" ".join((message + _warning_note(seen)).split()))) from None
 
 
 def _command(do_cleanse: bool) -> Callable[..., None]:

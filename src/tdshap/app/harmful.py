@@ -37,6 +37,7 @@ from tdshap._validation import (
     check_unique_columns,
     check_unmasked,
     listed,
+    names,
     unseen_classes,
     warn_one_class,
     warn_target_copies,
@@ -157,7 +158,7 @@ def _check_both_named(X: Any, columns: pd.Index, other: Any, other_columns: pd.I
     if _named(X) == _named(other) or set(columns) == set(other_columns):
         return
     if _named(X):
-        shown = ", ".join(map(str, columns[:5])) + (", ..." if len(columns) > 5 else "")
+        shown = names(columns, 5)
         raise ValueError(f"{name} has no column names (it is an array) but X has ({shown}): "
                          f"give {name} as a table of X's columns, e.g. "
                          f"pandas.DataFrame({name}, columns=X.columns).")

@@ -66,8 +66,10 @@ from tdshap._validation import (
     ParameterError,
     check_number,
     check_squarable,
+    code_span,
     column_difference,
     column_spread,
+    names,
     plain_value,
 )
 
@@ -145,17 +147,17 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
                          "Parquet, e.g. pandas.read_json(path).to_csv('train.csv', index=False) "
                          "(read_json(path, lines=True) for JSON Lines).")
     try:
-        names = _header_names(path)
+        header = _header_names(path)
         # before the frame: pyarrow cannot read a Parquet file with two columns of one name
         # ("ArrowInvalid: Multiple matches for FieldRef.Name(a)")
-        dupes = sorted(name for name, count in Counter(names).items() if count > 1)
+        dupes = sorted(name for name, count in Counter(header).items() if count > 1)
         if dupes:
             frame = pd.DataFrame()
         elif is_parquet(path):
             frame = pd.read_parquet(path)
         else:
             # by position: pandas matches dtype's names before the names are stripped
-            as_text = {i: str for i, name in enumerate(names) if name in text}
+            as_text = {i: str for i, name in enumerate(header) if name in text}
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True,
                                 dtype=as_text or None)
     except UnicodeDecodeError as err:
@@ -181,7 +183,7 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
                              "damaged or cut short; write it again, or save it as CSV.") from None
         raise ValueError(f"cannot read {what} {path}: {detail}.") from None
     if dupes:
-        raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
+        raise ValueError(f"{what} {path} has duplicate column names: {names(dupes)}; "
                          "rename them so each column has its own name.")
     if isinstance(frame.columns, pd.MultiIndex):
         # a Parquet file of a frame with column levels: no --target or --id-column could
@@ -752,14 +754,14 @@ class TableEncoder:
 
     def describe(self) -> str:
         """One line per categorical column: how it was encoded (or why not)."""
-        unused = [f"`{c}`: not used (a different text in every training row)"
+        unused = [f"{code_span(c)}: not used (a different text in every training row)"
                   for c in self.unused_]
         if not self.categorical_:
             return "; ".join(["all feature columns are numeric: used as they are", *unused])
         lines = []
         for c in self.categorical_:
             levels = self.levels_[c]
-            lines.append(f"`{c}`: one-hot, {len(levels)} levels"
+            lines.append(f"{code_span(c)}: one-hot, {len(levels)} levels"
                          + (" (rare levels share the `infrequent` column)"
                             if self._onehot.infrequent_categories_[
                                 self.categorical_.index(c)] is not None else ""))
