@@ -278,6 +278,30 @@ def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix() ->
         tdshap.find_harmful("train.csv", "t")
 
 
+@pytest.mark.parametrize(("given", "message"), [
+    ("X None", r"X is None: give rows x features as a list, a numpy array or a pandas "
+     r"DataFrame"),
+    ("X generator", r"X is a generator: an iterator, which numpy reads as one value; give "
+     r"list\(X\)"),
+    ("y None", r"y is None: give one target per row as a list, a numpy array or a pandas "
+     r"Series"),
+    ("y set", r"y is a set: unordered; give a list in the rows' order"),
+    ("y dict", r"y is a dict: give pandas.Series\(y\) \(its keys as row labels\)"),
+])
+def test_data_numpy_reads_as_one_value_is_refused_naming_its_type(given, message) -> None:
+    # numpy read them as 0-d arrays: "X must be 2-D (rows x features), got shape ()", and
+    # TDShap(...).fit of a generator said X "holds non-numeric values" to be one-hot encoded
+    def data() -> tuple[Any, Any]:
+        odd = {"X None": None, "X generator": (row for row in _X), "y None": None,
+               "y set": set(_Y), "y dict": dict(enumerate(_Y))}[given]
+        return (odd, _Y) if given.startswith("X") else (_X, odd)
+
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(*data())
+    with pytest.raises(ValueError, match=message):
+        tdshap.TDShap(LogisticRegression()).fit(*data(), _X, _Y)
+
+
 def test_a_table_that_still_holds_the_target_is_refused() -> None:
     # the model read the answer from the target's own column, silently
     frame = pd.DataFrame(_X, columns=["a", "b", "c"]).assign(t=_Y)

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -88,6 +88,27 @@ def check_not_records(arr: np.ndarray, name: str) -> None:
                          f"pandas.DataFrame({name}), a table with one column per field.")
     raise ValueError(f"{name} holds raw bytes (numpy dtype {arr.dtype}), not numbers: give "
                      "its values as numbers, one column per feature.")
+
+
+def check_not_single(arr: np.ndarray, value: Any, name: str, holds: str, table: str) -> None:
+    """Refuse what numpy reads as one value (``arr``, from ``value``): None, a generator or
+    iterator, a set, a dict, a number. Such an ``X`` was said to hold "non-numeric values"
+    (to be one-hot encoded), or to have "shape ()". ``holds``: what ``name`` should hold
+    ("rows x features"); ``table``: the pandas type it may be given as."""
+    if arr.ndim != 0:
+        return
+    kind = type(value).__name__
+    what = "None" if value is None else f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+    give = f"give {holds} as a list, a numpy array or a pandas {table}"
+    if isinstance(value, Iterator):
+        why = f"an iterator, which numpy reads as one value; give list({name})"
+    elif isinstance(value, set | frozenset):
+        why = "unordered; give a list in the rows' order"
+    elif isinstance(value, Mapping):
+        why = f"give pandas.{table}({name}) (its keys as row labels) or a list in the rows' order"
+    else:
+        why = give if value is None else f"one value ({shown(value, 40)}); {give}"
+    raise ValueError(f"{name} is {what}: {why}.")
 
 
 def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
@@ -186,6 +207,7 @@ def as_features(X: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
                          "features in every row; its rows differ in length.") from None
     check_not_records(arr, name)
+    check_not_single(arr, X, name, "rows x features", "DataFrame")
     if arr.dtype == object or arr.dtype.kind in "US":
         try:
             arr = arr.astype(float)
@@ -225,6 +247,7 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     except ValueError:  # numpy's "setting an array element with a sequence ... inhomogeneous"
         raise ValueError(f"{name} must be 1-D with one target per row; its entries are "
                          "sequences of different lengths.") from None
+    check_not_single(arr, y, name, "one target per row", "Series")
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
     if arr.ndim != 1:

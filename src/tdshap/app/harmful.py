@@ -30,6 +30,7 @@ from tdshap._validation import (
     check_flags,
     check_not_estimator,
     check_not_records,
+    check_not_single,
     check_not_text,
     check_random_state,
     check_same_index,
@@ -110,6 +111,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
             raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
                              "features in every row; its rows differ in length.") from None
         check_not_records(arr, name)
+        check_not_single(arr, X, name, "rows x features", "DataFrame")
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
         frame = _array_frame(arr)
@@ -123,6 +125,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
 def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
     check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series) else y)
+    check_not_single(arr, y, name, "one target per row", "Series")
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
     if arr.ndim != 1 or len(arr) != len(index):
