@@ -326,6 +326,23 @@ def test_a_validation_class_no_training_row_has_is_a_warning(tmp_path: Path,
         "model."]
 
 
+@pytest.mark.parametrize("flag", ["--val", "--test"])
+def test_a_typo_in_a_held_out_files_number_labels_names_the_cell(tmp_path: Path,
+                                                                  flag: str) -> None:
+    # "one" among 0/1 made the held-out column text: "the validation labels ('one', '0',
+    # '1') share no class with the training labels (0, 1)", the typo hidden among them
+    frame = table(n=60).assign(y=lambda f: (f["a"] > 0).astype(int))
+    write(frame.iloc[:40], tmp_path / "t.csv")
+    held = frame.iloc[40:].astype({"y": object}).reset_index(drop=True)
+    held.loc[3, "y"] = "one"
+    write(held, tmp_path / "held.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", flag, "held.csv", "--out", "out",
+                 cwd=tmp_path)
+    what = "validation" if flag == "--val" else "test"
+    assert_input_error(res, tmp_path / "out", f"target column 'y' of the {what} data holds "
+                       "numbers except in 1 cell: 'one' (row 3); so it was read as text")
+
+
 def test_a_tau_far_from_every_value_plots_without_overflow(tmp_path: Path, train: Path) -> None:
     res = tdshap("value", train, "--target", "y", "--tau", "1e308", "--out", "out", *FAST,
                  cwd=tmp_path)

@@ -50,6 +50,7 @@ from tdshap.app.report import parts_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
 from tdshap.app.tabular import (
     TableEncoder,
+    check_held_out_labels,
     check_same_columns,
     check_target,
     first_fraction,
@@ -332,6 +333,7 @@ def prepare(
         Xv = encoder.transform(X_val, "validation data")
         yv = check_target(y_val, task, 1, "validation data")
         if task == "classification":
+            check_held_out_labels(y_all[train], y_val, "validation data")
             _check_labels(y_all[train], yv, "validation")
             warn_one_class(yv)
     Xt: np.ndarray | None
@@ -339,6 +341,7 @@ def prepare(
     if X_test is not None and y_test is not None:
         Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1, "test data")
         if task == "classification":
+            check_held_out_labels(y_all[train], y_test, "test data")
             _check_labels(y_all[train], yt, "test")
     elif test_rows is not None and len(test_rows):
         Xt, yt = Xa[test_rows], y_all[test_rows]

@@ -418,6 +418,27 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
                           ", or give `task` classification if they are class labels.")
 
 
+def check_held_out_labels(train: np.ndarray, y: pd.Series, what: str) -> None:
+    """Refuse held-out class labels (``y``, of the ``what``) that are numbers but for a few
+    cells where the training labels (``train``) are numbers: a typo ("one") in a held-out
+    file's target made its whole column text, and the error said its labels ('one', '0',
+    '1') "share no class" with the training labels (0, 1), hiding the cell at fault."""
+    if train.dtype.kind not in "iuf":
+        return
+    present = y[y.notna()]
+    if not len(present) or not _all_text(y, present):
+        return
+    bad = pd.to_numeric(present.map(lambda v: v.strip(" \t")), errors="coerce").isna()
+    n_bad = int(bad.sum())
+    if n_bad in (0, len(present)):  # all numbers, or text labels: the class checks say so
+        return
+    raise ValueError(
+        f"target column {y.name!r} of the {what} holds numbers except in {n_bad} "
+        f"cell{'s' if n_bad > 1 else ''}: {_cells(present, bad.to_numpy())}; so it was read "
+        "as text, and no text label equals a training label (numbers). Correct those cells "
+        "or drop those rows.")
+
+
 def _check_label_per_row(y: pd.Series) -> None:
     """Refuse, when the task is inferred, a text target of more than ``MAX_CLASSES``
     labels with fewer than 3 rows each on average (the default split trains on half the
