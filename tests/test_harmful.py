@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import sys
 import types
 import warnings
@@ -881,6 +882,15 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
      "row has a class the training rows have: 60 classes in 60 rows"),
     (pd.DataFrame({"a": _X[:, 0], "tags": [["x"], ["y", "z"]] * 30}), _Y, {},
      r"column 'tags' of the training data holds a list in row \d+ .*one number or text"),
+    # a Parquet binary column: levels where ASCII, "'ascii' codec can't decode byte 0xff"
+    (pd.DataFrame({"a": _X[:, 0], "raw": [b"\xff", b"u"] * 30}), _Y, {},
+     r"column 'raw' of the training data holds bytes in row \d+ \(b'\\xff'\), not text: "
+     r"decode the column to text \(e.g. X\[col\].str.decode\('utf-8'\)\)"),
+    # a Parquet date32 column: one level per date, silently (a datetime64 one is refused)
+    (pd.DataFrame({"a": _X[:, 0], "day": [datetime.date(2020, 1, 1 + i % 5) for i in
+                                          range(60)]}), _Y, {},
+     r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
+     r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
     (_X, pd.Series([[0], [1]] * 30), {}, r"holds a label of type list \(\[0\]\)"),
     (_X, np.array([b"a", b"b"] * 30, dtype=object), {}, r"label of type bytes"),
     (_X, _Y, {"metric": lambda y_true, y_pred: float("nan")}, r"scores the validation rows "
@@ -891,7 +901,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "test-fraction-beside-X_val", "negative-seed", "metric-of-other-task",
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
-        "one-row-per-class", "one-row-per-class-given", "list-cells", "list-labels",
+        "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
+        "date-cells", "list-labels",
         "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],

@@ -35,7 +35,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       training rows (an id, a name) is not used, with a warning: no row shares its
       level, so it would only set apart the few rows whose level got a column of
       its own (refused where it is the only feature column);
-    * date/time and other column types are refused.
+    * date/time and other column types are refused, and so are text columns holding
+      dates, times or bytes (a Parquet date32, time or binary column).
 
 Missing values
     Refused, naming the column, unless ``impute=True`` (``--impute``): then
@@ -46,6 +47,7 @@ Missing values
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import numbers
 import re
@@ -820,20 +822,36 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
         raise
 
 
+#: cells of a text column that are not text: dates and times (a Parquet date32 or time
+#: column), read as levels one per value, while a datetime64 column is refused; bytes (a
+#: Parquet binary column), levels where they were ASCII and "'ascii' codec can't decode
+#: byte 0xff" where not
+_NOT_TEXT = (bytes, datetime.date, datetime.time, datetime.timedelta)
+
+
 def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
-    """Refuse a text column with a cell that is not one value (a list, a dict, an array)."""
+    """Refuse a text column with a cell that is not one value (a list, a dict, an array),
+    or that is bytes, a date or a time (:data:`_NOT_TEXT`)."""
     for c in columns:
         col = X[c]
         if col.dtype != object:
             continue
-        bad = ~col.map(pd.api.types.is_scalar).to_numpy(dtype=bool)
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            cell = col.iloc[pos]
-            raise ValueError(
-                f"column {c!r} of the {what} holds a {type(cell).__name__} in row "
-                f"{X.index[pos]} ({cell!r:.60}): a feature cell must be one number or text; "
-                "split it into columns or join it into text.")
+        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or isinstance(v, _NOT_TEXT)
+                      ).to_numpy(dtype=bool)
+        if not bad.any():
+            continue
+        pos = int(np.flatnonzero(bad)[0])
+        cell = col.iloc[pos]
+        kind = "bytes" if isinstance(cell, bytes) else f"a {type(cell).__name__}"
+        where = f"column {c!r} of the {what} holds {kind} in row {X.index[pos]} ({cell!r:.60})"
+        if isinstance(cell, bytes):
+            raise ValueError(f"{where}, not text: decode the column to text (e.g. "
+                             "X[col].str.decode('utf-8')) or drop it.")
+        if isinstance(cell, _NOT_TEXT):
+            raise ValueError(f"{where}, which cannot be used as a feature: convert the column "
+                             "to numbers (e.g. days since a date) or text, or drop it.")
+        raise ValueError(f"{where}: a feature cell must be one number or text; split it into "
+                         "columns or join it into text.")
 
 
 def _row_names(X: pd.DataFrame, columns: list[str], max_levels: int) -> list[str]:
