@@ -234,6 +234,19 @@ def test_infer_task_counts_large_whole_numbers_exactly() -> None:
     assert task == "classification" and reason.startswith("the target has 2 distinct")
 
 
+def test_a_target_of_decimals_is_numbers() -> None:
+    # a Parquet decimal column reads as Decimal objects: "not numeric", so every amount
+    # was a class of its own and the run refused with "60 classes in 60 rows"
+    from decimal import Decimal
+
+    y = pd.Series([Decimal(f"{v:.2f}") for v in 10 * _X[:, 0]], dtype=object)
+    rows = tdshap.find_harmful(_X, y, cleanse=False)
+    assert rows.run.data.task == "regression"
+    assert rows.run.data.task_reason == "the target has fractional values"
+    whole = tdshap.find_harmful(_X, y.map(lambda v: Decimal(int(v > 0))), cleanse=False)
+    assert whole.run.data.task == "classification"
+
+
 def test_a_time_target_is_read_as_classes_and_says_how_to_make_it_a_number() -> None:
     days = pd.Series(pd.to_datetime(["2020-01-01", "2020-01-02"] * 10))
     for y in (days, days - days.min()):

@@ -581,6 +581,17 @@ def _numbers_as_objects(col: pd.Series) -> bool:
         for v in values)
 
 
+def target_numbers(y: pd.Series) -> pd.Series:
+    """A target of Python number objects (a Parquet decimal column reads as Decimals) as
+    numbers: as objects it was "not numeric", so every distinct amount became a class of
+    its own (a regression target refused as "80 classes in 80 rows"). Integers beyond
+    int64 stay objects (``pd.to_numeric`` keeps them so); anything else is returned as it
+    is."""
+    if y.dtype != object or not _numbers_as_objects(y):
+        return y
+    return pd.Series(pd.to_numeric(y), index=y.index, name=y.name)
+
+
 def _is_text(dtype: Any) -> bool:
     return (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
             or isinstance(dtype, pd.CategoricalDtype))
