@@ -272,6 +272,30 @@ def test_a_validation_file_with_or_without_a_pandas_index(tmp_path: Path) -> Non
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.parametrize("lines", ["every line", "the header"])
+def test_a_separator_ending_the_lines_names_it_not_a_row_index(tmp_path: Path,
+                                                               lines: str) -> None:
+    # an empty column without a name was called pandas' row index: "pass --id-column
+    # 'Unnamed: 4' to name the rows by it", whose every id is missing
+    text = table().to_csv(index=False)
+    text = (text.replace("\n", ",\n") if lines == "every line" else
+            text.replace("\n", ",\n", 1))
+    (tmp_path / "t.csv").write_text(text)
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 5 of training file t.csv has no name "
+                       "and no values (a separator at the end of the lines?): remove the "
+                       "trailing separators")
+
+
+def test_a_spreadsheets_separator_line_before_the_header_is_named(tmp_path: Path) -> None:
+    # "sep=," (Excel's hint) was read as the header: "target column 'y' is not in t.csv
+    # (its columns: sep=, Unnamed: 1)"
+    (tmp_path / "t.csv").write_text("sep=,\n" + table().to_csv(index=False))
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "training file t.csv begins with the line "
+                       "'sep=,', a spreadsheet's separator hint, not the header: delete that line")
+
+
 def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     frame = table()
     frame.insert(0, "", 1)  # repeats: no row index

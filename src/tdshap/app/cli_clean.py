@@ -300,6 +300,10 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         # pandas names a column without a header "Unnamed: <position>": mostly the row index
         # that DataFrame.to_csv writes by default, which as a feature would be the row number
         if col == f"Unnamed: {i}" and col not in (target, id_column):
+            if frame[col].isna().all():  # not a row index: a separator that ends every line
+                raise ValueError(f"column {i + 1} of {what} {path} has no name and no values (a "
+                                 "separator at the end of the lines?): remove the trailing "
+                                 "separators, or give the column a name and values.")
             raise ValueError(f"column {i + 1} of {what} {path} has no name (pandas writes its "
                              "row index so; to_csv(index=False) leaves it out): pass "
                              f"--id-column {col!r} to name the rows by it, or give it a name "

@@ -148,6 +148,8 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
         raise ValueError(f"cannot read {what} {path} as CSV: it is JSON: save it as CSV or "
                          "Parquet, e.g. pandas.read_json(path).to_csv('train.csv', index=False) "
                          "(read_json(path, lines=True) for JSON Lines).")
+    else:
+        _check_first_line(path, what)
     try:
         header = _header_names(path)
         # before the frame: pyarrow cannot read a Parquet file with two columns of one name
@@ -223,6 +225,18 @@ def _is_json(path: Path) -> bool:
     with open(path, "rb") as fh:
         head = re.sub(rb"\s", b"", fh.read(256).removeprefix(b"\xef\xbb\xbf"))
     return head.startswith((b"[{", b'{"', b"[["))
+
+
+def _check_first_line(path: Path, what: str) -> None:
+    """Refuse a text file whose first line is a spreadsheet's separator hint ("sep=;", which
+    Excel writes and reads): read as the header, it named the columns "sep=" and "Unnamed: 1"
+    ("target column 'y' is not in ..."), the real header a data row."""
+    with open(path, "rb") as fh:
+        first = fh.readline(64).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
+    if re.fullmatch(rb"sep=.?", first):
+        raise ValueError(f"{what} {path} begins with the line {first.decode(errors='replace')!r},"
+                         " a spreadsheet's separator hint, not the header: delete that line so "
+                         "that the column names come first.")
 
 
 def _not_text(path: Path, err: UnicodeDecodeError) -> str:
