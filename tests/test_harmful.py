@@ -904,6 +904,14 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
                                           range(60)]}), _Y, {},
      r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
      r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
+    # 2**63 + i are one float: a constant feature silently, a target "constant
+    # (9.22337e+18): give a target that varies"
+    (pd.DataFrame({"a": _X[:, 0], "n": np.arange(60, dtype=np.uint64) + np.uint64(2**63)}),
+     _Y, {}, r"column 'n' holds whole numbers too large for floating point to tell apart "
+     r"\(up to 92233720368547758\d\d; its \d+ different values are 1 as floats\): subtract an "
+     r"offset"),
+    (_X, np.arange(60, dtype=np.uint64) + np.uint64(2**63), {}, r"target column 'y' holds "
+     r"whole numbers too large for floating point to tell apart"),
     (_X, pd.Series([[0], [1]] * 30), {}, r"holds a label of type list \(\[0\]\)"),
     (_X, np.array([b"a", b"b"] * 30, dtype=object), {}, r"label of type bytes"),
     (_X, _Y, {"metric": lambda y_true, y_pred: float("nan")}, r"scores the validation rows "
@@ -915,7 +923,7 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
-        "date-cells", "list-labels",
+        "date-cells", "huge-whole-feature", "huge-whole-target", "list-labels",
         "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
