@@ -103,6 +103,12 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.csv", lambda: _text(table().replace("red", "ros\xe9")).encode("latin-1"),
      ("not UTF-8 text (byte 0xe9", "save it as UTF-8")),
     ("t.csv", lambda: _text(table()).encode("utf-16"), ("UTF-16", "save it as UTF-8")),
+    # without a byte order mark it is valid UTF-8: "its columns: a\x00, \x00b\x00, ..."
+    ("t.csv", lambda: _text(table()).encode("utf-16-le"),
+     ("holds NUL bytes (the first at position 1)", "UTF-16 text without a byte order mark?")),
+    ("t.csv", lambda: _text(table()).encode("utf-32"), ("it is UTF-32 text",)),
+    ("t.csv", lambda: _text(table()).replace("\n", "\x00\n", 1).encode(),
+     ("holds NUL bytes", "a binary or damaged file?")),
     ("t.csv", lambda: _zipped(_text(table())), ("zip archive", "export the sheet as CSV")),
     ("t.csv", lambda: __import__("gzip").compress(_text(table()).encode()),
      ("gzip-compressed",)),
@@ -121,7 +127,8 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
      ("it is JSON", "pandas.read_json(path).to_csv")),
     ("t.jsonl", lambda: table().to_json(orient="records", lines=True).encode(),
      ("it is JSON", "lines=True")),
-], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv", "csv-as-parquet",
+], ids=["latin-1", "utf-16", "utf-16-unmarked", "utf-32", "nul", "zip", "gzip", "semicolons",
+        "commas-in-tsv", "csv-as-parquet",
         "cut-short-parquet", "extra-fields", "json", "json-lines"])
 def test_a_file_that_is_not_the_text_expected_says_what_it_is(
         tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:

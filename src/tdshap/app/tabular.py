@@ -149,7 +149,7 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
                          "Parquet, e.g. pandas.read_json(path).to_csv('train.csv', index=False) "
                          "(read_json(path, lines=True) for JSON Lines).")
     else:
-        _check_first_line(path, what)
+        _check_text_head(path, what)
     try:
         header = _header_names(path)
         # before the frame: pyarrow cannot read a Parquet file with two columns of one name
@@ -227,27 +227,50 @@ def _is_json(path: Path) -> bool:
     return head.startswith((b"[{", b'{"', b"[["))
 
 
-def _check_first_line(path: Path, what: str) -> None:
-    """Refuse a text file whose first line is a spreadsheet's separator hint ("sep=;", which
-    Excel writes and reads): read as the header, it named the columns "sep=" and "Unnamed: 1"
-    ("target column 'y' is not in ..."), the real header a data row."""
+def _check_text_head(path: Path, what: str) -> None:
+    """Refuse a text file with NUL bytes in its first 64 KiB (UTF-16 without a byte order
+    mark is valid UTF-8 to the reader: "its columns: a\\x00, \\x00b\\x00, ..."), or whose
+    first line is a spreadsheet's separator hint ("sep=;", which Excel writes and reads):
+    read as the header, it named the columns "sep=" and "Unnamed: 1" ("target column 'y'
+    is not in ..."), the real header a data row."""
     with open(path, "rb") as fh:
-        first = fh.readline(64).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
+        head = fh.read(2**16)
+    known = _known_format(head)
+    if known is not None and b"\x00" in head:  # a zip archive, UTF-16 with its mark
+        raise ValueError(f"cannot read {what} {path} as CSV: {known}")
+    if b"\x00" in head:
+        at = head.index(b"\x00")
+        utf16 = head[at % 2::2].count(0) > len(head) // 4  # every other byte: UTF-16
+        why = ("UTF-16 text without a byte order mark? save it as UTF-8 (e.g. 'CSV UTF-8' in a "
+               "spreadsheet)" if utf16 else "a binary or damaged file? save the table as "
+               "UTF-8 CSV text")
+        raise ValueError(f"cannot read {what} {path} as CSV: it holds NUL bytes (the first at "
+                         f"position {at}), which CSV text has not: {why}.")
+    first = head.split(b"\n", 1)[0][:64].removeprefix(b"\xef\xbb\xbf").rstrip(b"\r")
     if re.fullmatch(rb"sep=.?", first):
         raise ValueError(f"{what} {path} begins with the line {first.decode(errors='replace')!r},"
                          " a spreadsheet's separator hint, not the header: delete that line so "
                          "that the column names come first.")
 
 
-def _not_text(path: Path, err: UnicodeDecodeError) -> str:
-    """Why a file that should be text is not UTF-8, and what to do about it."""
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+def _known_format(head: bytes) -> str | None:
+    """What a file beginning with ``head`` is, by its first bytes, and the fix; or None."""
     for magic, fix in _BINARY_FORMATS:
         if head.startswith(magic):
             return f"it is {fix}."
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "it is UTF-32 text: save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet)."
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "it is UTF-16 text: save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet)."
+    return None
+
+
+def _not_text(path: Path, err: UnicodeDecodeError) -> str:
+    """Why a file that should be text is not UTF-8, and what to do about it."""
+    with open(path, "rb") as fh:
+        known = _known_format(fh.read(8))
+    if known is not None:
+        return known
     return (f"it is not UTF-8 text (byte 0x{err.object[err.start]:02x} at position "
             f"{err.start}): save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet, or "
             "iconv -f latin1 -t utf-8).")
