@@ -174,6 +174,14 @@ def test_control_characters_in_a_files_names_are_shown_escaped(tmp_path: Path) -
     assert "\x1b" not in res.stderr and "\x00" not in res.stderr
 
 
+def test_a_very_long_column_name_is_cut_short_in_the_list_of_columns(tmp_path: Path) -> None:
+    # the list of columns showed a 100,000-character name whole: an Error line of 100 kB
+    write(table().rename(columns={"b": "b" * 100_000}), tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "z", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", f"(its columns: a, {'b' * 57}..., colour, y)")
+    assert len(res.stderr) < 300
+
+
 def test_ids_and_names_with_control_characters_stay_escaped_in_the_summary_and_report(
         tmp_path: Path) -> None:
     # a row id holding an escape and a line break was printed raw in the worst rows, and

@@ -465,13 +465,18 @@ def code_span(text: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+#: the characters of a name a message shows (a 100,000-character column name was an
+#: "Error:" line of 100 kB)
+NAME_CHARS = 60
+
+
 def names(columns: Any, limit: int | None = None) -> str:
-    """Column names for a message, comma-separated, each :func:`printable`; the first
-    ``limit`` of them and "..." where there are more."""
+    """Column names for a message, comma-separated, each :func:`printable` and cut to
+    ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more."""
     columns = list(columns)
-    shown = columns if limit is None else columns[:limit]
-    return ", ".join(printable(c) for c in shown) + (
-        ", ..." if limit is not None and len(columns) > limit else "")
+    shown = [printable(c) for c in (columns if limit is None else columns[:limit])]
+    return ", ".join(c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + "..." for c in shown
+                     ) + (", ..." if limit is not None and len(columns) > limit else "")
 
 
 def plain_value(value: Any) -> Any:
