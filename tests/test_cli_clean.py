@@ -165,13 +165,14 @@ def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(
 
 def test_control_characters_in_a_files_names_are_shown_escaped(tmp_path: Path) -> None:
     # a column named "\x1b]0;...\x07" (an escape that sets the terminal's title; click
-    # strips only colour codes) or holding a NUL was echoed raw into the error line
-    title, nul = "\x1b]0;owned\x07b", "c\x00d"
-    write(table().rename(columns={"b": title, "colour": nul}), tmp_path / "t.csv")
+    # strips only colour codes) or holding a right-to-left override was echoed raw into the
+    # error line
+    title, flip = "\x1b]0;owned\x07b", "c\u202ed"
+    write(table().rename(columns={"b": title, "colour": flip}), tmp_path / "t.csv")
     res = tdshap("clean", "t.csv", "--target", "z", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "target column 'z' is not in",
-                       "(its columns: a, \\x1b]0;owned\\x07b, c\\x00d, y)")
-    assert "\x1b" not in res.stderr and "\x00" not in res.stderr
+                       "(its columns: a, \\x1b]0;owned\\x07b, c\\u202ed, y)")
+    assert "\x1b" not in res.stderr and "\u202e" not in res.stderr
 
 
 def test_a_very_long_column_name_is_cut_short_in_the_list_of_columns(tmp_path: Path) -> None:
