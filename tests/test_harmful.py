@@ -234,6 +234,16 @@ def test_infer_task_counts_large_whole_numbers_exactly() -> None:
     assert task == "classification" and reason.startswith("the target has 2 distinct")
 
 
+def test_a_missing_time_among_text_is_a_missing_value_not_a_time() -> None:
+    # pd.NaT is a datetime to isinstance: the check that refuses dates in a text column
+    # must leave it to impute, as NaN and None are
+    X = pd.DataFrame({"a": _X[:, 0], "c": np.array(["x", "y", pd.NaT] * 20, dtype=object)})
+    with pytest.raises(ValueError, match=r"column 'c' has \d+ missing values"):
+        tdshap.find_harmful(X, _Y, cleanse=False)
+    rows = tdshap.find_harmful(X, _Y, cleanse=False, impute=True)
+    assert set(rows.run.data.encoder.imputed_) == {"c"}
+
+
 def test_a_target_of_decimals_is_numbers() -> None:
     # a Parquet decimal column reads as Decimal objects: "not numeric", so every amount
     # was a class of its own and the run refused with "60 classes in 60 rows"

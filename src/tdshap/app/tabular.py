@@ -887,8 +887,8 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
         col = X[c]
         if col.dtype != object:
             continue
-        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or isinstance(v, _NOT_TEXT)
-                      ).to_numpy(dtype=bool)
+        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or (
+            isinstance(v, _NOT_TEXT) and v is not pd.NaT)).to_numpy(dtype=bool)  # NaT: missing
         if not bad.any():
             continue
         pos = int(np.flatnonzero(bad)[0])
