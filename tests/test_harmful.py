@@ -401,7 +401,8 @@ def test_numbers_held_as_python_objects_are_numbers() -> None:
     num.loc[3, "a"] = np.nan  # a missing cell leaves the column numeric
     train = num.astype(object)
     train["d"] = [Decimal(i) / 4 for i in range(40)]
-    train["big"] = [2**70 + i for i in range(40)]  # beyond int64: Python ints
+    # beyond int64: Python ints (2**20 apart: 2**70 + 1 and 2**70 + 2 are one float, refused)
+    train["big"] = [2**70 + i * 2**20 for i in range(40)]
     train["t"] = ["x", "y"] * 20
     enc = TableEncoder(impute=True).fit(train)
     assert enc.numeric_ == ["a", "b", "d", "big"] and enc.categorical_ == ["t"]
