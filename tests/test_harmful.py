@@ -863,12 +863,14 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
 
     from tdshap.app.plan import _check_neighbours
 
-    # the suggestion was always "e.g. 5", itself not below N for N <= 5
+    # the suggestion was always "e.g. 5", itself not below N for N <= 5; find_harmful has no
+    # `params` (the command's --params): the estimator's parameters are named instead
     with pytest.raises(ValueError, match=r"the N=4 training rows valued: every fit would fail. "
                        r"Choose n_neighbors well below N \(e.g. 2\) for the model "
-                       r"\(`params`\), or give more training rows"):
+                       r"\(the estimator's parameters\), or give more training rows") as err:
         tdshap.find_harmful(_X[:4], _Y[:4], KNeighborsClassifier(n_neighbors=5),
                             X_val=_X[8:], y_val=_Y[8:], cleanse=False)
+    assert "`params`" not in str(err.value)
     with pytest.raises(ValueError, match=r"the N=1 training row valued: .* A k-NN needs at "
                        "least 2 training rows"):
         _check_neighbours(KNeighborsClassifier(n_neighbors=5), 1)
@@ -1247,7 +1249,8 @@ def test_a_metric_the_model_cannot_give_is_refused_before_the_run() -> None:
     # every fit of the cut failed (SVC has no predict_proba), but only after the valuation
     with pytest.raises(ValueError, match=r"`metric` 'neg_log_loss' needs the model's "
                        r"predict_proba, which SVC does not have \(an SVM gives them with "
-                       r"probability=True: `params` \{\"probability\": true\}\)"):
+                       r"probability=True: the estimator's parameters \{\"probability\": "
+                       r"true\}\)"):
         tdshap.find_harmful(X, y, SVC(), metric="neg_log_loss")
     # scikit-learn's "multi_class must be in ('ovo', 'ovr')" named no metric that works
     with pytest.raises(ValueError, match=r"roc_auc_ovr or roc_auc_ovo"):

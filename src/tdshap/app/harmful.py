@@ -595,6 +595,13 @@ def find_harmful(
                     do_cleanse=cleanse, progress=progress, given=given, method=method,
                     cut=cut, neighbor_search=neighbor_search, n_jobs=n_jobs)
 
-    plans = plan_parts(every_row, X_val is not None, prepared, planned)
+    try:
+        plans = plan_parts(every_row, X_val is not None, prepared, planned)
+    except ParameterError as err:
+        if "params" not in err.params:
+            raise
+        # the command's --params; here the estimator's own (find_harmful has no `params`)
+        raise ParameterError(str(err).replace("`params`", "the estimator's parameters"),
+                             *(p for p in err.params if p != "params")) from None
     parts = tuple(execute(p) for p in plans)
     return HarmfulRows(parts_frame(parts), parts[0], parts)
