@@ -239,6 +239,18 @@ def test_an_infinite_label_is_named_without_warnings(tmp_path: Path, task: list[
     assert "warnings on the way" not in res.stderr
 
 
+def test_a_number_beyond_the_float_range_says_why_it_is_inf(tmp_path: Path) -> None:
+    # the file says 1e400; the message said only "column 'a' has inf in row 5"
+    text = table().to_csv(index=False).splitlines()
+    cells = text[6].split(",")
+    text[6] = ",".join(["1e400", *cells[1:]])
+    (tmp_path / "t.csv").write_text("\n".join(text) + "\n")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'a' has inf in row 5: replace it with a "
+                       "finite value or drop the row (a number beyond floating point's range, "
+                       "such as 1e400, is read as inf)")
+
+
 @pytest.mark.parametrize(("change", "words"), [
     (lambda v: v.assign(a="x"),
      ("column 'a' of the validation data holds 'x' in row 0", "numeric in the training")),

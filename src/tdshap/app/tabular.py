@@ -79,6 +79,8 @@ MAX_LEVELS = 20
 #: why a text column may hold missing values its file seems not to have
 _MISSING_MARKERS = (" (a file's cells NA, N/A, null, None, NaN and empty ones are read as "
                     "missing: a class or level of such a name needs another, e.g. 'N.A.')")
+#: why a file's cell may be infinite though it holds no "inf": "1e400" is read as inf
+_BEYOND_FLOATS = " (a number beyond floating point's range, such as 1e400, is read as inf)"
 #: a regression target whose values differ by less is refused (see check_target)
 SMALLEST_TARGET_SPREAD = 1e-60
 MAX_CLASSES = 20
@@ -528,7 +530,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
         if len(bad):
             raise ValueError(f"target column {name!r} has {values[bad[0]]} in row "
                              f"{y.index[bad[0]]} of the {what}: drop that row or give a "
-                             "finite value.")
+                             f"finite value{_BEYOND_FLOATS}.")
     if task == "regression":
         if pd.api.types.is_complex_dtype(y):  # to_numpy(dtype=float) keeps the real parts
             raise ValueError(f"target column {name!r} holds complex numbers: a regression "
@@ -1132,7 +1134,7 @@ def _check_finite(num: pd.DataFrame) -> None:
         pos, col = (int(v[0]) for v in np.nonzero(bad))
         raise ValueError(
             f"column {num.columns[col]!r} has {values[pos, col]} in row {num.index[pos]}: "
-            "replace it with a finite value or drop the row.")
+            f"replace it with a finite value or drop the row{_BEYOND_FLOATS}.")
 
 
 # -- holding rows out ---------------------------------------------------------
