@@ -181,6 +181,13 @@ def test_a_very_long_column_name_is_cut_short_in_the_list_of_columns(tmp_path: P
     res = tdshap("clean", "t.csv", "--target", "z", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", f"(its columns: a, {'b' * 57}..., colour, y)")
     assert len(res.stderr) < 300
+    # and thousands of repeated names were all listed
+    header = ",".join(f"c{i % 2000}" for i in range(4000)) + ",y"
+    (tmp_path / "wide.csv").write_text(header + "\n" + ",".join(["1"] * 4001) + "\n")
+    res = tdshap("clean", "wide.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "has duplicate column names: c0, c1, c10, c100, "
+                       "c1000, ...; rename them")
+    assert len(res.stderr) < 300
 
 
 def test_ids_and_names_with_control_characters_stay_escaped_in_the_summary_and_report(

@@ -189,7 +189,7 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
                              "damaged or cut short; write it again, or save it as CSV.") from None
         raise ValueError(f"cannot read {what} {path}: {detail}.") from None
     if dupes:
-        raise ValueError(f"{what} {path} has duplicate column names: {names(dupes)}; "
+        raise ValueError(f"{what} {path} has duplicate column names: {names(dupes, 5)}; "
                          "rename them so each column has its own name.")
     if isinstance(frame.columns, pd.MultiIndex):
         # a Parquet file of a frame with column levels: no --target or --id-column could
