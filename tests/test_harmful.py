@@ -500,8 +500,16 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     (lambda v: f"-${v:.2f}", r"a currency or percent sign \('-\$1\d\d\.\d\d' in row 0"),
     (lambda v: f"{v:.1f} %", r"a currency or percent sign \('1\d\d\.\d %' in row 0"),
     (lambda v: f"{v:.2f} \u20ac".replace(".", ","), r"a currency or percent sign"),
+    # digit groups set apart by a space (French), an apostrophe (Swiss) or an underscore:
+    # row names with a warning that called the measurement an id
+    (lambda v: f"{100 * v:,.0f}".replace(",", " "), r"spaces, apostrophes or underscores "
+     r"between digit groups \('1\d \d\d\d' in row 0, and 39 more\): remove them"),
+    (lambda v: f"{100 * v:,.1f}".replace(",", " ").replace(".", ","), r"spaces, apostrophes"),
+    (lambda v: f"{100 * v:,.0f}".replace(",", "'"), r"spaces, apostrophes"),
+    (lambda v: f"{100 * v:_.0f}", r"spaces, apostrophes or underscores"),
 ], ids=["decimal-comma", "comma-or-thousands", "decimal-comma-1,234", "minus-sign", "nbsp",
-        "dollars", "minus-dollars", "percent", "euros-decimal-comma"])
+        "dollars", "minus-dollars", "percent", "euros-decimal-comma", "space-groups",
+        "space-groups-decimal-comma", "apostrophe-groups", "underscore-groups"])
 def test_numbers_in_another_notation_are_refused_naming_it(cell: Any, words: str) -> None:
     # read as text, a different one in every row: set aside as "row names" with a warning
     # that called the measurement an id, or (repeated) one-hot levels without a word

@@ -25,7 +25,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
-      thousands separators (``3,456``), a decimal comma (``3,5``), a typographic minus
+      thousands separators (``3,456``; ``3 456``, ``3'456``, ``3_456``), a decimal comma
+      (``3,5``), a typographic minus
       (``−2``, U+2212), non-breaking spaces or a currency or percent sign (``$151.00``,
       ``12%``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
@@ -984,6 +985,10 @@ def _cells(present: pd.Series, bad: np.ndarray) -> str:
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"
 _GROUPED = re.compile(r"[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?")
+#: digit groups set apart by a space, an apostrophe or an underscore ("12 573", "12'573,5"
+#: in French or Swiss locales; "12_573"), each group of three digits, a decimal point or
+#: comma after them
+_SPACED = re.compile(r"[+-]?[0-9]{1,3}(?P<sep>[ '\u2019_])[0-9]{3}((?P=sep)[0-9]{3})*([.,][0-9]*)?")
 #: a number with one comma and three digits after it: "171,006" could be either
 _ONE_GROUP = re.compile(r"[+-]?[1-9][0-9]{0,2},[0-9]{3}")
 #: a number written with a decimal comma: "3,5", "-0,126"
@@ -997,10 +1002,12 @@ _MINUS_SIGNS = "\u2212\u2012\u2013\ufe63\uff0d"
 #: after it, percent after it ("$151.00", "3,50 €", "12%")
 _CURRENCIES = "$\u20ac\u00a3\u00a5"
 #: the characters a number of :data:`_NOTATIONS` is written with (a quick first test)
-_NUMBERISH = re.compile(rf"[\d\s,.+\-eE{_MINUS_SIGNS}{re.escape(_CURRENCIES)}%]{{1,64}}")
+_NUMBERISH = re.compile(rf"[\d\s,.+\-eE'\u2019_{_MINUS_SIGNS}{re.escape(_CURRENCIES)}%]{{1,64}}")
 #: each notation the reader does not take: how it writes numbers, and the fix
 _NOTATIONS = {
     "grouped": ("written with thousands separators", "remove the separators (3456, not 3,456)"),
+    "spaced": ("written with spaces, apostrophes or underscores between digit groups",
+               "remove them (3456, not 3 456 or 3'456)"),
     # "171,006": 171006, or 171.006 with a decimal comma; only the user knows
     "grouped?": ("written with thousands separators", "remove the separators (3456, not "
                  "3,456), or if the commas are decimal commas, write a decimal point (3.456)"),
@@ -1034,6 +1041,8 @@ def _notation(cell: Any) -> tuple[str, str] | None:
     text, unit = _without_unit(cell.strip(" \t"))
     if _GROUPED.fullmatch(text) and not re.match(r"[+-]?0,", text):  # "0,126": a comma
         return "unit" if unit else "grouped", text.replace(",", "")
+    if _SPACED.fullmatch(text):
+        return "unit" if unit else "spaced", re.sub(r"[ '\u2019_]", "", text).replace(",", ".")
     kind = "unit" if unit else None
     # non-breaking and other non-ASCII spaces, at the ends or grouping digits ("3\u202f456")
     plain = "".join(ch for ch in text if ch in " \t" or not ch.isspace())
