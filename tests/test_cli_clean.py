@@ -341,6 +341,13 @@ def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "Unnamed: 0",
                  "--out", "out", *FAST, cwd=tmp_path)
     assert res.returncode == 2 and "repeats ids" in res.stderr
+    # a later column without a name is no row index: pandas writes that one first
+    frame = table().rename(columns={"b": " "})
+    frame.to_csv(tmp_path / "later.csv", index=False)
+    res = tdshap("clean", "later.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 2 of training file later.csv has no name "
+                       "(its header cell is empty or blank): pass --id-column 'Unnamed: 1'")
+    assert "row index" not in res.stderr
 
 
 def test_ids_that_differ_by_leading_spaces_are_repeats_and_the_message_says_why(

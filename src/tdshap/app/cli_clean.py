@@ -304,8 +304,10 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
                 raise ValueError(f"column {i + 1} of {what} {path} has no name and no values (a "
                                  "separator at the end of the lines?): remove the trailing "
                                  "separators, or give the column a name and values.")
-            raise ValueError(f"column {i + 1} of {what} {path} has no name (pandas writes its "
-                             "row index so; to_csv(index=False) leaves it out): pass "
+            # pandas writes its row index first; a later column is one whose name is blank
+            why = (" (pandas writes its row index so; to_csv(index=False) leaves it out)"
+                   if i == 0 else " (its header cell is empty or blank)")
+            raise ValueError(f"column {i + 1} of {what} {path} has no name{why}: pass "
                              f"--id-column {col!r} to name the rows by it, or give it a name "
                              "to use it as a feature.")
     if id_column is not None:
