@@ -103,6 +103,12 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
     ("t.csv", lambda: _text(table().replace("red", "ros\xe9")).encode("latin-1"),
      ("not UTF-8 text (byte 0xe9", "save it as UTF-8")),
     ("t.csv", lambda: _text(table()).encode("utf-16"), ("UTF-16", "save it as UTF-8")),
+    # without a byte order mark it is valid UTF-8: "its columns: a\x00, \x00b\x00, ..."
+    ("t.csv", lambda: _text(table()).encode("utf-16-le"),
+     ("holds NUL bytes (the first at position 1)", "UTF-16 text without a byte order mark?")),
+    ("t.csv", lambda: _text(table()).encode("utf-32"), ("it is UTF-32 text",)),
+    ("t.csv", lambda: _text(table()).replace("\n", "\x00\n", 1).encode(),
+     ("holds NUL bytes", "a binary or damaged file?")),
     ("t.csv", lambda: _zipped(_text(table())), ("zip archive", "export the sheet as CSV")),
     ("t.csv", lambda: __import__("gzip").compress(_text(table()).encode()),
      ("gzip-compressed",)),
@@ -121,7 +127,8 @@ def _text(frame: pd.DataFrame, **kwargs: str) -> str:
      ("it is JSON", "pandas.read_json(path).to_csv")),
     ("t.jsonl", lambda: table().to_json(orient="records", lines=True).encode(),
      ("it is JSON", "lines=True")),
-], ids=["latin-1", "utf-16", "zip", "gzip", "semicolons", "commas-in-tsv", "csv-as-parquet",
+], ids=["latin-1", "utf-16", "utf-16-unmarked", "utf-32", "nul", "zip", "gzip", "semicolons",
+        "commas-in-tsv", "csv-as-parquet",
         "cut-short-parquet", "extra-fields", "json", "json-lines"])
 def test_a_file_that_is_not_the_text_expected_says_what_it_is(
         tmp_path: Path, name: str, content: Any, words: tuple[str, ...]) -> None:
@@ -154,6 +161,53 @@ def test_a_target_named_with_other_spaces_or_case_names_the_column_meant(
     res = tdshap("clean", "t.parquet", "--target", "Y", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "target column 'Y' is not in",
                        "its column 'y ' differs only in case or spaces: pass --target 'y '")
+
+
+def test_control_characters_in_a_files_names_are_shown_escaped(tmp_path: Path) -> None:
+    # a column named "\x1b]0;...\x07" (an escape that sets the terminal's title; click
+    # strips only colour codes) or holding a right-to-left override was echoed raw into the
+    # error line
+    title, flip = "\x1b]0;owned\x07b", "c\u202ed"
+    write(table().rename(columns={"b": title, "colour": flip}), tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "z", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "target column 'z' is not in",
+                       "(its columns: a, \\x1b]0;owned\\x07b, c\\u202ed, y)")
+    assert "\x1b" not in res.stderr and "\u202e" not in res.stderr
+
+
+def test_a_very_long_column_name_is_cut_short_in_the_list_of_columns(tmp_path: Path) -> None:
+    # the list of columns showed a 100,000-character name whole: an Error line of 100 kB
+    write(table().rename(columns={"b": "b" * 100_000}), tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "z", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", f"(its columns: a, {'b' * 57}..., colour, y)")
+    assert len(res.stderr) < 300
+    # and thousands of repeated names were all listed
+    header = ",".join(f"c{i % 2000}" for i in range(4000)) + ",y"
+    (tmp_path / "wide.csv").write_text(header + "\n" + ",".join(["1"] * 4001) + "\n")
+    res = tdshap("clean", "wide.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "has duplicate column names: c0, c1, c10, c100, "
+                       "c1000, ...; rename them")
+    assert len(res.stderr) < 300
+
+
+def test_ids_and_names_with_control_characters_stay_escaped_in_the_summary_and_report(
+        tmp_path: Path) -> None:
+    # a row id holding an escape and a line break was printed raw in the worst rows, and
+    # split report.md's table row in two; a column name with a backtick ended its code span
+    frame = table()
+    frame.insert(0, "id", [f"\x1b]0;r{i}\x07\nx|" for i in range(len(frame))])
+    frame = frame.rename(columns={"colour": "col`our\n# heading"})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    res = tdshap("clean", "t.csv", "--target", "y", "--id-column", "id", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "\\x1b]0;r" in res.stdout, res.stdout
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "\x1b" not in report and "\n# heading" not in report
+    assert "``col`our\\n# heading``: one-hot, 3 levels" in report
+    rows = [line for line in report.splitlines() if line.startswith("| \\x1b]0;r")]
+    assert len(rows) == 20 and all(line.endswith(" |") for line in rows), rows
+    assert "\\nx\\|" in rows[0]
 
 
 @pytest.mark.parametrize("old", ["14.0.0", "12.0.1"])
@@ -190,6 +244,18 @@ def test_an_infinite_label_is_named_without_warnings(tmp_path: Path, task: list[
     res = tdshap("clean", "t.csv", "--target", "y", *task, "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "target column 'y' has inf in row 3")
     assert "warnings on the way" not in res.stderr
+
+
+def test_a_number_beyond_the_float_range_says_why_it_is_inf(tmp_path: Path) -> None:
+    # the file says 1e400; the message said only "column 'a' has inf in row 5"
+    text = table().to_csv(index=False).splitlines()
+    cells = text[6].split(",")
+    text[6] = ",".join(["1e400", *cells[1:]])
+    (tmp_path / "t.csv").write_text("\n".join(text) + "\n")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'a' has inf in row 5: replace it with a "
+                       "finite value or drop the row (a number beyond floating point's range, "
+                       "such as 1e400, is read as inf)")
 
 
 @pytest.mark.parametrize(("change", "words"), [
@@ -254,6 +320,30 @@ def test_a_validation_file_with_or_without_a_pandas_index(tmp_path: Path) -> Non
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.parametrize("lines", ["every line", "the header"])
+def test_a_separator_ending_the_lines_names_it_not_a_row_index(tmp_path: Path,
+                                                               lines: str) -> None:
+    # an empty column without a name was called pandas' row index: "pass --id-column
+    # 'Unnamed: 4' to name the rows by it", whose every id is missing
+    text = table().to_csv(index=False)
+    text = (text.replace("\n", ",\n") if lines == "every line" else
+            text.replace("\n", ",\n", 1))
+    (tmp_path / "t.csv").write_text(text)
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 5 of training file t.csv has no name "
+                       "and no values (a separator at the end of the lines?): remove the "
+                       "trailing separators")
+
+
+def test_a_spreadsheets_separator_line_before_the_header_is_named(tmp_path: Path) -> None:
+    # "sep=," (Excel's hint) was read as the header: "target column 'y' is not in t.csv
+    # (its columns: sep=, Unnamed: 1)"
+    (tmp_path / "t.csv").write_text("sep=,\n" + table().to_csv(index=False))
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "training file t.csv begins with the line "
+                       "'sep=,', a spreadsheet's separator hint, not the header: delete that line")
+
+
 def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     frame = table()
     frame.insert(0, "", 1)  # repeats: no row index
@@ -264,6 +354,13 @@ def test_an_unnamed_column_that_is_no_index_is_refused(tmp_path: Path) -> None:
     res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "Unnamed: 0",
                  "--out", "out", *FAST, cwd=tmp_path)
     assert res.returncode == 2 and "repeats ids" in res.stderr
+    # a later column without a name is no row index: pandas writes that one first
+    frame = table().rename(columns={"b": " "})
+    frame.to_csv(tmp_path / "later.csv", index=False)
+    res = tdshap("clean", "later.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 2 of training file later.csv has no name "
+                       "(its header cell is empty or blank): pass --id-column 'Unnamed: 1'")
+    assert "row index" not in res.stderr
 
 
 def test_ids_that_differ_by_leading_spaces_are_repeats_and_the_message_says_why(
@@ -306,6 +403,23 @@ def test_a_validation_class_no_training_row_has_is_a_warning(tmp_path: Path,
         "warning: UserWarning: the validation labels include 1 class(es) no training row has "
         "('maybe'; 1 row): no model can predict them, so those rows count as errors for every "
         "model."]
+
+
+@pytest.mark.parametrize("flag", ["--val", "--test"])
+def test_a_typo_in_a_held_out_files_number_labels_names_the_cell(tmp_path: Path,
+                                                                  flag: str) -> None:
+    # "one" among 0/1 made the held-out column text: "the validation labels ('one', '0',
+    # '1') share no class with the training labels (0, 1)", the typo hidden among them
+    frame = table(n=60).assign(y=lambda f: (f["a"] > 0).astype(int))
+    write(frame.iloc[:40], tmp_path / "t.csv")
+    held = frame.iloc[40:].astype({"y": object}).reset_index(drop=True)
+    held.loc[3, "y"] = "one"
+    write(held, tmp_path / "held.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", flag, "held.csv", "--out", "out",
+                 cwd=tmp_path)
+    what = "validation" if flag == "--val" else "test"
+    assert_input_error(res, tmp_path / "out", f"target column 'y' of the {what} data holds "
+                       "numbers except in 1 cell: 'one' (row 3); so it was read as text")
 
 
 def test_a_tau_far_from_every_value_plots_without_overflow(tmp_path: Path, train: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import sys
 import types
 import warnings
@@ -233,6 +234,29 @@ def test_infer_task_counts_large_whole_numbers_exactly() -> None:
     assert task == "classification" and reason.startswith("the target has 2 distinct")
 
 
+def test_a_missing_time_among_text_is_a_missing_value_not_a_time() -> None:
+    # pd.NaT is a datetime to isinstance: the check that refuses dates in a text column
+    # must leave it to impute, as NaN and None are
+    X = pd.DataFrame({"a": _X[:, 0], "c": np.array(["x", "y", pd.NaT] * 20, dtype=object)})
+    with pytest.raises(ValueError, match=r"column 'c' has \d+ missing values"):
+        tdshap.find_harmful(X, _Y, cleanse=False)
+    rows = tdshap.find_harmful(X, _Y, cleanse=False, impute=True)
+    assert set(rows.run.data.encoder.imputed_) == {"c"}
+
+
+def test_a_target_of_decimals_is_numbers() -> None:
+    # a Parquet decimal column reads as Decimal objects: "not numeric", so every amount
+    # was a class of its own and the run refused with "60 classes in 60 rows"
+    from decimal import Decimal
+
+    y = pd.Series([Decimal(f"{v:.2f}") for v in 10 * _X[:, 0]], dtype=object)
+    rows = tdshap.find_harmful(_X, y, cleanse=False)
+    assert rows.run.data.task == "regression"
+    assert rows.run.data.task_reason == "the target has fractional values"
+    whole = tdshap.find_harmful(_X, y.map(lambda v: Decimal(int(v > 0))), cleanse=False)
+    assert whole.run.data.task == "classification"
+
+
 def test_a_time_target_is_read_as_classes_and_says_how_to_make_it_a_number() -> None:
     days = pd.Series(pd.to_datetime(["2020-01-01", "2020-01-02"] * 10))
     for y in (days, days - days.min()):
@@ -276,6 +300,30 @@ def test_a_column_name_or_a_file_name_given_as_data_is_refused_with_the_fix() ->
     with pytest.raises(ValueError, match=r"X is text \('train.csv'\), not data: read the "
                        "file first"):
         tdshap.find_harmful("train.csv", "t")
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("X None", r"X is None: give rows x features as a list, a numpy array or a pandas "
+     r"DataFrame"),
+    ("X generator", r"X is a generator: an iterator, which numpy reads as one value; give "
+     r"list\(X\)"),
+    ("y None", r"y is None: give one target per row as a list, a numpy array or a pandas "
+     r"Series"),
+    ("y set", r"y is a set: unordered; give a list in the rows' order"),
+    ("y dict", r"y is a dict: give pandas.Series\(y\) \(its keys as row labels\)"),
+])
+def test_data_numpy_reads_as_one_value_is_refused_naming_its_type(given, message) -> None:
+    # numpy read them as 0-d arrays: "X must be 2-D (rows x features), got shape ()", and
+    # TDShap(...).fit of a generator said X "holds non-numeric values" to be one-hot encoded
+    def data() -> tuple[Any, Any]:
+        odd = {"X None": None, "X generator": (row for row in _X), "y None": None,
+               "y set": set(_Y), "y dict": dict(enumerate(_Y))}[given]
+        return (odd, _Y) if given.startswith("X") else (_X, odd)
+
+    with pytest.raises(ValueError, match=message):
+        tdshap.find_harmful(*data())
+    with pytest.raises(ValueError, match=message):
+        tdshap.TDShap(LogisticRegression()).fit(*data(), _X, _Y)
 
 
 def test_a_table_that_still_holds_the_target_is_refused() -> None:
@@ -353,7 +401,8 @@ def test_numbers_held_as_python_objects_are_numbers() -> None:
     num.loc[3, "a"] = np.nan  # a missing cell leaves the column numeric
     train = num.astype(object)
     train["d"] = [Decimal(i) / 4 for i in range(40)]
-    train["big"] = [2**70 + i for i in range(40)]  # beyond int64: Python ints
+    # beyond int64: Python ints (2**20 apart: 2**70 + 1 and 2**70 + 2 are one float, refused)
+    train["big"] = [2**70 + i * 2**20 for i in range(40)]
     train["t"] = ["x", "y"] * 20
     enc = TableEncoder(impute=True).fit(train)
     assert enc.numeric_ == ["a", "b", "d", "big"] and enc.categorical_ == ["t"]
@@ -463,8 +512,16 @@ def test_numbers_with_thousands_separators_are_refused(distinct: bool) -> None:
     (lambda v: f"-${v:.2f}", r"a currency or percent sign \('-\$1\d\d\.\d\d' in row 0"),
     (lambda v: f"{v:.1f} %", r"a currency or percent sign \('1\d\d\.\d %' in row 0"),
     (lambda v: f"{v:.2f} \u20ac".replace(".", ","), r"a currency or percent sign"),
+    # digit groups set apart by a space (French), an apostrophe (Swiss) or an underscore:
+    # row names with a warning that called the measurement an id
+    (lambda v: f"{100 * v:,.0f}".replace(",", " "), r"spaces, apostrophes or underscores "
+     r"between digit groups \('1\d \d\d\d' in row 0, and 39 more\): remove them"),
+    (lambda v: f"{100 * v:,.1f}".replace(",", " ").replace(".", ","), r"spaces, apostrophes"),
+    (lambda v: f"{100 * v:,.0f}".replace(",", "'"), r"spaces, apostrophes"),
+    (lambda v: f"{100 * v:_.0f}", r"spaces, apostrophes or underscores"),
 ], ids=["decimal-comma", "comma-or-thousands", "decimal-comma-1,234", "minus-sign", "nbsp",
-        "dollars", "minus-dollars", "percent", "euros-decimal-comma"])
+        "dollars", "minus-dollars", "percent", "euros-decimal-comma", "space-groups",
+        "space-groups-decimal-comma", "apostrophe-groups", "underscore-groups"])
 def test_numbers_in_another_notation_are_refused_naming_it(cell: Any, words: str) -> None:
     # read as text, a different one in every row: set aside as "row names" with a warning
     # that called the measurement an id, or (repeated) one-hot levels without a word
@@ -826,12 +883,14 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
 
     from tdshap.app.plan import _check_neighbours
 
-    # the suggestion was always "e.g. 5", itself not below N for N <= 5
+    # the suggestion was always "e.g. 5", itself not below N for N <= 5; find_harmful has no
+    # `params` (the command's --params): the estimator's parameters are named instead
     with pytest.raises(ValueError, match=r"the N=4 training rows valued: every fit would fail. "
                        r"Choose n_neighbors well below N \(e.g. 2\) for the model "
-                       r"\(`params`\), or give more training rows"):
+                       r"\(the estimator's parameters\), or give more training rows") as err:
         tdshap.find_harmful(_X[:4], _Y[:4], KNeighborsClassifier(n_neighbors=5),
                             X_val=_X[8:], y_val=_Y[8:], cleanse=False)
+    assert "`params`" not in str(err.value)
     with pytest.raises(ValueError, match=r"the N=1 training row valued: .* A k-NN needs at "
                        "least 2 training rows"):
         _check_neighbours(KNeighborsClassifier(n_neighbors=5), 1)
@@ -869,6 +928,23 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
      "row has a class the training rows have: 60 classes in 60 rows"),
     (pd.DataFrame({"a": _X[:, 0], "tags": [["x"], ["y", "z"]] * 30}), _Y, {},
      r"column 'tags' of the training data holds a list in row \d+ .*one number or text"),
+    # a Parquet binary column: levels where ASCII, "'ascii' codec can't decode byte 0xff"
+    (pd.DataFrame({"a": _X[:, 0], "raw": [b"\xff", b"u"] * 30}), _Y, {},
+     r"column 'raw' of the training data holds bytes in row \d+ \(b'\\xff'\), not text: "
+     r"decode the column to text \(e.g. X\[col\].str.decode\('utf-8'\)\)"),
+    # a Parquet date32 column: one level per date, silently (a datetime64 one is refused)
+    (pd.DataFrame({"a": _X[:, 0], "day": [datetime.date(2020, 1, 1 + i % 5) for i in
+                                          range(60)]}), _Y, {},
+     r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
+     r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
+    # 2**63 + i are one float: a constant feature silently, a target "constant
+    # (9.22337e+18): give a target that varies"
+    (pd.DataFrame({"a": _X[:, 0], "n": np.arange(60, dtype=np.uint64) + np.uint64(2**63)}),
+     _Y, {}, r"column 'n' holds whole numbers too large for floating point to tell apart "
+     r"\(up to 92233720368547758\d\d; its \d+ different values are 1 as floats\): subtract an "
+     r"offset"),
+    (_X, np.arange(60, dtype=np.uint64) + np.uint64(2**63), {}, r"target column 'y' holds "
+     r"whole numbers too large for floating point to tell apart"),
     (_X, pd.Series([[0], [1]] * 30), {}, r"holds a label of type list \(\[0\]\)"),
     (_X, np.array([b"a", b"b"] * 30, dtype=object), {}, r"label of type bytes"),
     (_X, _Y, {"metric": lambda y_true, y_pred: float("nan")}, r"scores the validation rows "
@@ -879,7 +955,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "test-fraction-beside-X_val", "negative-seed", "metric-of-other-task",
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
-        "one-row-per-class", "one-row-per-class-given", "list-cells", "list-labels",
+        "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
+        "date-cells", "huge-whole-feature", "huge-whole-target", "list-labels",
         "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
@@ -1192,7 +1269,8 @@ def test_a_metric_the_model_cannot_give_is_refused_before_the_run() -> None:
     # every fit of the cut failed (SVC has no predict_proba), but only after the valuation
     with pytest.raises(ValueError, match=r"`metric` 'neg_log_loss' needs the model's "
                        r"predict_proba, which SVC does not have \(an SVM gives them with "
-                       r"probability=True: `params` \{\"probability\": true\}\)"):
+                       r"probability=True: the estimator's parameters \{\"probability\": "
+                       r"true\}\)"):
         tdshap.find_harmful(X, y, SVC(), metric="neg_log_loss")
     # scikit-learn's "multi_class must be in ('ovo', 'ovr')" named no metric that works
     with pytest.raises(ValueError, match=r"roc_auc_ovr or roc_auc_ovo"):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -89,13 +90,34 @@ def check_not_records(arr: np.ndarray, name: str) -> None:
                      "its values as numbers, one column per feature.")
 
 
+def check_not_single(arr: np.ndarray, value: Any, name: str, holds: str, table: str) -> None:
+    """Refuse what numpy reads as one value (``arr``, from ``value``): None, a generator or
+    iterator, a set, a dict, a number. Such an ``X`` was said to hold "non-numeric values"
+    (to be one-hot encoded), or to have "shape ()". ``holds``: what ``name`` should hold
+    ("rows x features"); ``table``: the pandas type it may be given as."""
+    if arr.ndim != 0:
+        return
+    kind = type(value).__name__
+    what = "None" if value is None else f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+    give = f"give {holds} as a list, a numpy array or a pandas {table}"
+    if isinstance(value, Iterator):
+        why = f"an iterator, which numpy reads as one value; give list({name})"
+    elif isinstance(value, set | frozenset):
+        why = "unordered; give a list in the rows' order"
+    elif isinstance(value, Mapping):
+        why = f"give pandas.{table}({name}) (its keys as row labels) or a list in the rows' order"
+    else:
+        why = give if value is None else f"one value ({shown(value, 40)}); {give}"
+    raise ValueError(f"{name} is {what}: {why}.")
+
+
 def check_unique_columns(frame: pd.DataFrame, name: str) -> None:
     """Refuse repeated column names: ``frame[c]`` is then a table, not a column, and the
     repeated columns were called "non-numeric" whatever they held."""
     dupes = frame.columns[frame.columns.duplicated()]
     if len(dupes):
         raise ValueError(f"{name} has duplicate column names: "
-                         f"{', '.join(map(str, dupes.unique()[:5]))}; rename them so each "
+                         f"{names(dupes.unique()[:5])}; rename them so each "
                          "column has its own name.")
 
 
@@ -185,6 +207,7 @@ def as_features(X: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
                          "features in every row; its rows differ in length.") from None
     check_not_records(arr, name)
+    check_not_single(arr, X, name, "rows x features", "DataFrame")
     if arr.dtype == object or arr.dtype.kind in "US":
         try:
             arr = arr.astype(float)
@@ -224,6 +247,7 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     except ValueError:  # numpy's "setting an array element with a sequence ... inhomogeneous"
         raise ValueError(f"{name} must be 1-D with one target per row; its entries are "
                          "sequences of different lengths.") from None
+    check_not_single(arr, y, name, "one target per row", "Series")
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
     if arr.ndim != 1:
@@ -367,10 +391,10 @@ def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> 
 def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
     """How ``other`` differs from ``columns`` by name ("lacks a, b and has extra c", five
     names of each at most), or None when they hold the same names."""
-    missing = [str(c) for c in columns if c not in other]
-    extra = [str(c) for c in other if c not in columns]
-    parts = ([f"lacks {', '.join(missing[:5])}"] if missing else []) + (
-        [f"has extra {', '.join(extra[:5])}"] if extra else [])
+    missing = [c for c in columns if c not in other]
+    extra = [c for c in other if c not in columns]
+    parts = ([f"lacks {names(missing[:5])}"] if missing else []) + (
+        [f"has extra {names(extra[:5])}"] if extra else [])
     return " and ".join(parts) or None
 
 
@@ -417,6 +441,42 @@ def check_data(
         )
     check_label_kinds(ya, yv)
     return Xa, ya, Xv, yv
+
+
+def printable(text: Any, keep: str = "") -> str:
+    """``str(text)`` with each character a terminal or a Markdown file would not show as
+    itself (control characters: an ANSI escape, a line break, a NUL; a bidirectional
+    override) written as Python writes it in a string's repr (``\\x1b``), except those in
+    ``keep``. Names and ids come from the user's files: a column named "\\x1b[2J" printed
+    in a message cleared the terminal, and one holding a line break split a report's line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in text)
+
+
+def code_span(text: Any) -> str:
+    """``text`` as Markdown inline code, shown as it is: :func:`printable`, between runs of
+    more backticks than it holds (a name with a backtick ended the span early and the rest
+    was read as Markdown)."""
+    text = printable(text)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+#: the characters of a name a message shows (a 100,000-character column name was an
+#: "Error:" line of 100 kB)
+NAME_CHARS = 60
+
+
+def names(columns: Any, limit: int | None = None) -> str:
+    """Column names for a message, comma-separated, each :func:`printable` and cut to
+    ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more."""
+    columns = list(columns)
+    shown = [printable(c) for c in (columns if limit is None else columns[:limit])]
+    return ", ".join(c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + "..." for c in shown
+                     ) + (", ..." if limit is not None and len(columns) > limit else "")
 
 
 def plain_value(value: Any) -> Any:

@@ -24,6 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from tdshap._validation import names, printable
 from tdshap.app.every_row import parts_frame, plan_parts
 from tdshap.app.harmful import (
     DEFAULT_MAX_ITER,
@@ -285,9 +286,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         frame = frame.reset_index(level=id_column)
     for col, label in ((target, "target"), (id_column, "id")):
         if col is not None and col not in frame.columns:
-            shown = ", ".join(map(str, frame.columns[:10]))
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
-                             f"(its columns: {shown}{', ...' if frame.shape[1] > 10 else ''})"
+                             f"(its columns: {names(frame.columns, 10)})"
                              f"{_near_name(frame.columns, col, label)}.")
     auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
             and not frame[UNNAMED_INDEX].isna().any()
@@ -300,8 +300,14 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         # pandas names a column without a header "Unnamed: <position>": mostly the row index
         # that DataFrame.to_csv writes by default, which as a feature would be the row number
         if col == f"Unnamed: {i}" and col not in (target, id_column):
-            raise ValueError(f"column {i + 1} of {what} {path} has no name (pandas writes its "
-                             "row index so; to_csv(index=False) leaves it out): pass "
+            if frame[col].isna().all():  # not a row index: a separator that ends every line
+                raise ValueError(f"column {i + 1} of {what} {path} has no name and no values (a "
+                                 "separator at the end of the lines?): remove the trailing "
+                                 "separators, or give the column a name and values.")
+            # pandas writes its row index first; a later column is one whose name is blank
+            why = (" (pandas writes its row index so; to_csv(index=False) leaves it out)"
+                   if i == 0 else " (its header cell is empty or blank)")
+            raise ValueError(f"column {i + 1} of {what} {path} has no name{why}: pass "
                              f"--id-column {col!r} to name the rows by it, or give it a name "
                              "to use it as a feature.")
     if id_column is not None:
@@ -579,7 +585,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
             lambda tmp: _write_outputs(runs, tmp, train, frame, about, id_col), about)
     finally:
         folder.release()
-    click.echo(parts_report(runs, n_worst=5))
+    # the worst rows' ids are the user's text: a control character in one is shown escaped
+    click.echo(printable(parts_report(runs, n_worst=5), keep="\n"))
     click.echo(f"wrote {', '.join(written)} to {folder.real}")
 
 
@@ -633,9 +640,12 @@ def one_line_errors(work: Callable[[], None]) -> None:
                        "with the command that caused it).")
         else:
             for line, n in seen.most_common(5):
-                click.echo(f"warning: {line}{f' ({n} times)' if n > 1 else ''}", err=True)
+                click.echo(printable(f"warning: {line}{f' ({n} times)' if n > 1 else ''}"),
+                           err=True)
             return
-    raise InputError(" ".join((message + _warning_note(seen)).split())) from None
+    # one line, and names from a file (a column "\x1b[2J", a NUL) shown escaped, not run by
+    # the terminal
+    raise InputError(printable(" ".join((message + _warning_note(seen)).split()))) from None
 
 
 def _command(do_cleanse: bool) -> Callable[..., None]:

@@ -30,6 +30,7 @@ from tdshap._validation import (
     check_flags,
     check_not_estimator,
     check_not_records,
+    check_not_single,
     check_not_text,
     check_random_state,
     check_same_index,
@@ -37,6 +38,7 @@ from tdshap._validation import (
     check_unique_columns,
     check_unmasked,
     listed,
+    names,
     unseen_classes,
     warn_one_class,
     warn_target_copies,
@@ -48,6 +50,7 @@ from tdshap.app.report import parts_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
 from tdshap.app.tabular import (
     TableEncoder,
+    check_held_out_labels,
     check_same_columns,
     check_target,
     first_fraction,
@@ -55,6 +58,7 @@ from tdshap.app.tabular import (
     infer_task,
     plain_value,
     swapped_split,
+    target_numbers,
 )
 
 DEFAULT_VAL_FRACTION = 0.25
@@ -109,6 +113,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
             raise ValueError(f"{name} must be 2-D (rows x features) with the same number of "
                              "features in every row; its rows differ in length.") from None
         check_not_records(arr, name)
+        check_not_single(arr, X, name, "rows x features", "DataFrame")
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
         frame = _array_frame(arr)
@@ -122,6 +127,7 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
 def _as_series(y: Any, name: str, index: pd.Index) -> pd.Series:
     check_unmasked(y, name, impute=None)
     arr = np.asarray(y.to_numpy() if isinstance(y, pd.Series) else y)
+    check_not_single(arr, y, name, "one target per row", "Series")
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr.ravel()
     if arr.ndim != 1 or len(arr) != len(index):
@@ -157,7 +163,7 @@ def _check_both_named(X: Any, columns: pd.Index, other: Any, other_columns: pd.I
     if _named(X) == _named(other) or set(columns) == set(other_columns):
         return
     if _named(X):
-        shown = ", ".join(map(str, columns[:5])) + (", ..." if len(columns) > 5 else "")
+        shown = names(columns, 5)
         raise ValueError(f"{name} has no column names (it is an array) but X has ({shown}): "
                          f"give {name} as a table of X's columns, e.g. "
                          f"pandas.DataFrame({name}, columns=X.columns).")
@@ -278,6 +284,8 @@ def prepare(
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
     seed = _checked_seed(seed)
+    y = target_numbers(y)
+    y_val, y_test = (None if t is None else target_numbers(t) for t in (y_val, y_test))
     fraction = first_fraction(y)
     if task is None and model_task == "classification" and fraction is not None:
         raise ValueError(f"target column {y.name!r} has fractional values (e.g. {fraction!r}) "
@@ -328,6 +336,7 @@ def prepare(
         Xv = encoder.transform(X_val, "validation data")
         yv = check_target(y_val, task, 1, "validation data")
         if task == "classification":
+            check_held_out_labels(y_all[train], y_val, "validation data")
             _check_labels(y_all[train], yv, "validation")
             warn_one_class(yv)
     Xt: np.ndarray | None
@@ -335,6 +344,7 @@ def prepare(
     if X_test is not None and y_test is not None:
         Xt, yt = encoder.transform(X_test, "test data"), check_target(y_test, task, 1, "test data")
         if task == "classification":
+            check_held_out_labels(y_all[train], y_test, "test data")
             _check_labels(y_all[train], yt, "test")
     elif test_rows is not None and len(test_rows):
         Xt, yt = Xa[test_rows], y_all[test_rows]
@@ -585,6 +595,13 @@ def find_harmful(
                     do_cleanse=cleanse, progress=progress, given=given, method=method,
                     cut=cut, neighbor_search=neighbor_search, n_jobs=n_jobs)
 
-    plans = plan_parts(every_row, X_val is not None, prepared, planned)
+    try:
+        plans = plan_parts(every_row, X_val is not None, prepared, planned)
+    except ParameterError as err:
+        if "params" not in err.params:
+            raise
+        # the command's --params; here the estimator's own (find_harmful has no `params`)
+        raise ParameterError(str(err).replace("`params`", "the estimator's parameters"),
+                             *(p for p in err.params if p != "params")) from None
     parts = tuple(execute(p) for p in plans)
     return HarmfulRows(parts_frame(parts), parts[0], parts)

@@ -27,6 +27,7 @@ from tdshap._validation import (
     check_estimator,
     check_number,
     column_choices,
+    names,
     picks_columns_by_name,
     said_already,
 )
@@ -173,8 +174,7 @@ def _check_column_names(estimator: Any, encoder: TableEncoder) -> None:
                 "ColumnTransformer (e.g. the pipeline's last step) and X as it is.",
                 "model")
         if list(encoder.feature_names_) != list(encoder.columns_):
-            shown = ", ".join(map(str, encoder.feature_names_[:6])) + (
-                ", ..." if len(encoder.feature_names_) > 6 else "")
+            shown = names(encoder.feature_names_, 6)
             raise ParameterError(
                 f"the model's ColumnTransformer picks columns by position ({columns!r}), "
                 "but tdshap encodes the table itself (numeric columns standardised, text "

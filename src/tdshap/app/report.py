@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tdshap._io import image_path
-from tdshap._validation import check_number
+from tdshap._validation import check_number, code_span, printable
 from tdshap.app.run import HarmfulRun, Setting
 from tdshap.cleansing import plain_text
 
@@ -338,9 +338,12 @@ def parts_markdown(parts: Sequence[HarmfulRun], inputs: dict[str, str],
 
 
 def _md_table(header: list[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(out)
+    def line(cells: Sequence[Any]) -> str:
+        # a cell may be the user's text (a row id, the id column's name): a line break in
+        # it ended the table, a "|" split the cell
+        return "| " + " | ".join(printable(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *map(line, rows)])
 
 
 def _source(name: str, setting: Any) -> str:
@@ -353,12 +356,12 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20,
                     title: str = "tdshap report") -> str:
     """``report.md``: settings and why, scores, worst rows, fits and time, guarantee."""
     d, r = run.data, run.result
-    settings = [[name, f"`{_fmt(s.value, 6)}`", _source(name, s), s.why]
+    settings = [[name, code_span(_fmt(s.value, 6)), _source(name, s), s.why]
                 for name, s in run.settings.items()]
     parts = [
         f"# {title}",
         f"**{headline(run)}.** {certainty_line(run).capitalize()}.",
-        "## Inputs\n" + "\n".join(f"- {k}: `{v}`" for k, v in inputs.items()),
+        "## Inputs\n" + "\n".join(f"- {k}: {code_span(v)}" for k, v in inputs.items()),
         "## Data\n" + "\n".join([
             f"- task: **{d.task}** ({'given' if d.task_given else 'inferred: ' + d.task_reason})",
             f"- {len(d.y_train)} training rows valued; {d.split_note}",

@@ -25,7 +25,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       least ``MOSTLY_NUMERIC_PERCENT`` % numbers, e.g. ``3.2, 4.1, 3.9x, 5.0``) is
       refused, naming the cells (every row's, the held-out ones too): a typo would
       otherwise turn a measurement into levels. So is a column of numbers written with
-      thousands separators (``3,456``), a decimal comma (``3,5``), a typographic minus
+      thousands separators (``3,456``; ``3 456``, ``3'456``, ``3_456``), a decimal comma
+      (``3,5``), a typographic minus
       (``−2``, U+2212), non-breaking spaces or a currency or percent sign (``$151.00``,
       ``12%``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
@@ -35,7 +36,8 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       training rows (an id, a name) is not used, with a warning: no row shares its
       level, so it would only set apart the few rows whose level got a column of
       its own (refused where it is the only feature column);
-    * date/time and other column types are refused.
+    * date/time and other column types are refused, and so are text columns holding
+      dates, times or bytes (a Parquet date32, time or binary column).
 
 Missing values
     Refused, naming the column, unless ``impute=True`` (``--impute``): then
@@ -46,6 +48,7 @@ Missing values
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import numbers
 import re
@@ -66,8 +69,10 @@ from tdshap._validation import (
     ParameterError,
     check_number,
     check_squarable,
+    code_span,
     column_difference,
     column_spread,
+    names,
     plain_value,
 )
 
@@ -75,6 +80,8 @@ MAX_LEVELS = 20
 #: why a text column may hold missing values its file seems not to have
 _MISSING_MARKERS = (" (a file's cells NA, N/A, null, None, NaN and empty ones are read as "
                     "missing: a class or level of such a name needs another, e.g. 'N.A.')")
+#: why a file's cell may be infinite though it holds no "inf": "1e400" is read as inf
+_BEYOND_FLOATS = " (a number beyond floating point's range, such as 1e400, is read as inf)"
 #: a regression target whose values differ by less is refused (see check_target)
 SMALLEST_TARGET_SPREAD = 1e-60
 MAX_CLASSES = 20
@@ -144,18 +151,20 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
         raise ValueError(f"cannot read {what} {path} as CSV: it is JSON: save it as CSV or "
                          "Parquet, e.g. pandas.read_json(path).to_csv('train.csv', index=False) "
                          "(read_json(path, lines=True) for JSON Lines).")
+    else:
+        _check_text_head(path, what)
     try:
-        names = _header_names(path)
+        header = _header_names(path)
         # before the frame: pyarrow cannot read a Parquet file with two columns of one name
         # ("ArrowInvalid: Multiple matches for FieldRef.Name(a)")
-        dupes = sorted(name for name, count in Counter(names).items() if count > 1)
+        dupes = sorted(name for name, count in Counter(header).items() if count > 1)
         if dupes:
             frame = pd.DataFrame()
         elif is_parquet(path):
             frame = pd.read_parquet(path)
         else:
             # by position: pandas matches dtype's names before the names are stripped
-            as_text = {i: str for i, name in enumerate(names) if name in text}
+            as_text = {i: str for i, name in enumerate(header) if name in text}
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True,
                                 dtype=as_text or None)
     except UnicodeDecodeError as err:
@@ -181,7 +190,7 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
                              "damaged or cut short; write it again, or save it as CSV.") from None
         raise ValueError(f"cannot read {what} {path}: {detail}.") from None
     if dupes:
-        raise ValueError(f"{what} {path} has duplicate column names: {', '.join(dupes)}; "
+        raise ValueError(f"{what} {path} has duplicate column names: {names(dupes, 5)}; "
                          "rename them so each column has its own name.")
     if isinstance(frame.columns, pd.MultiIndex):
         # a Parquet file of a frame with column levels: no --target or --id-column could
@@ -221,15 +230,50 @@ def _is_json(path: Path) -> bool:
     return head.startswith((b"[{", b'{"', b"[["))
 
 
-def _not_text(path: Path, err: UnicodeDecodeError) -> str:
-    """Why a file that should be text is not UTF-8, and what to do about it."""
+def _check_text_head(path: Path, what: str) -> None:
+    """Refuse a text file with NUL bytes in its first 64 KiB (UTF-16 without a byte order
+    mark is valid UTF-8 to the reader: "its columns: a\\x00, \\x00b\\x00, ..."), or whose
+    first line is a spreadsheet's separator hint ("sep=;", which Excel writes and reads):
+    read as the header, it named the columns "sep=" and "Unnamed: 1" ("target column 'y'
+    is not in ..."), the real header a data row."""
     with open(path, "rb") as fh:
-        head = fh.read(8)
+        head = fh.read(2**16)
+    known = _known_format(head)
+    if known is not None and b"\x00" in head:  # a zip archive, UTF-16 with its mark
+        raise ValueError(f"cannot read {what} {path} as CSV: {known}")
+    if b"\x00" in head:
+        at = head.index(b"\x00")
+        utf16 = head[at % 2::2].count(0) > len(head) // 4  # every other byte: UTF-16
+        why = ("UTF-16 text without a byte order mark? save it as UTF-8 (e.g. 'CSV UTF-8' in a "
+               "spreadsheet)" if utf16 else "a binary or damaged file? save the table as "
+               "UTF-8 CSV text")
+        raise ValueError(f"cannot read {what} {path} as CSV: it holds NUL bytes (the first at "
+                         f"position {at}), which CSV text has not: {why}.")
+    first = head.split(b"\n", 1)[0][:64].removeprefix(b"\xef\xbb\xbf").rstrip(b"\r")
+    if re.fullmatch(rb"sep=.?", first):
+        raise ValueError(f"{what} {path} begins with the line {first.decode(errors='replace')!r},"
+                         " a spreadsheet's separator hint, not the header: delete that line so "
+                         "that the column names come first.")
+
+
+def _known_format(head: bytes) -> str | None:
+    """What a file beginning with ``head`` is, by its first bytes, and the fix; or None."""
     for magic, fix in _BINARY_FORMATS:
         if head.startswith(magic):
             return f"it is {fix}."
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "it is UTF-32 text: save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet)."
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "it is UTF-16 text: save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet)."
+    return None
+
+
+def _not_text(path: Path, err: UnicodeDecodeError) -> str:
+    """Why a file that should be text is not UTF-8, and what to do about it."""
+    with open(path, "rb") as fh:
+        known = _known_format(fh.read(8))
+    if known is not None:
+        return known
     return (f"it is not UTF-8 text (byte 0x{err.object[err.start]:02x} at position "
             f"{err.start}): save it as UTF-8 (e.g. 'CSV UTF-8' in a spreadsheet, or "
             "iconv -f latin1 -t utf-8).")
@@ -416,6 +460,27 @@ def _check_numeric_text_target(y: pd.Series, regression: bool = False) -> None:
                           ", or give `task` classification if they are class labels.")
 
 
+def check_held_out_labels(train: np.ndarray, y: pd.Series, what: str) -> None:
+    """Refuse held-out class labels (``y``, of the ``what``) that are numbers but for a few
+    cells where the training labels (``train``) are numbers: a typo ("one") in a held-out
+    file's target made its whole column text, and the error said its labels ('one', '0',
+    '1') "share no class" with the training labels (0, 1), hiding the cell at fault."""
+    if train.dtype.kind not in "iuf":
+        return
+    present = y[y.notna()]
+    if not len(present) or not _all_text(y, present):
+        return
+    bad = pd.to_numeric(present.map(lambda v: v.strip(" \t")), errors="coerce").isna()
+    n_bad = int(bad.sum())
+    if n_bad in (0, len(present)):  # all numbers, or text labels: the class checks say so
+        return
+    raise ValueError(
+        f"target column {y.name!r} of the {what} holds numbers except in {n_bad} "
+        f"cell{'s' if n_bad > 1 else ''}: {_cells(present, bad.to_numpy())}; so it was read "
+        "as text, and no text label equals a training label (numbers). Correct those cells "
+        "or drop those rows.")
+
+
 def _check_label_per_row(y: pd.Series) -> None:
     """Refuse, when the task is inferred, a text target of more than ``MAX_CLASSES``
     labels with fewer than 3 rows each on average (the default split trains on half the
@@ -466,7 +531,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
         if len(bad):
             raise ValueError(f"target column {name!r} has {values[bad[0]]} in row "
                              f"{y.index[bad[0]]} of the {what}: drop that row or give a "
-                             "finite value.")
+                             f"finite value{_BEYOND_FLOATS}.")
     if task == "regression":
         if pd.api.types.is_complex_dtype(y):  # to_numpy(dtype=float) keeps the real parts
             raise ValueError(f"target column {name!r} holds complex numbers: a regression "
@@ -483,6 +548,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                 "task"
             )
         values = y.to_numpy(dtype=float)
+        _check_exact_as_floats(y, pd.Series(values), f"target column {name!r}")
         check_squarable(values, f"target column {name!r}")
         # at the other end: the variance of a squared error is the spread to the fourth
         # power, below the smallest float from about 1e-77 on: every interval was then a
@@ -556,6 +622,17 @@ def _numbers_as_objects(col: pd.Series) -> bool:
         for v in values)
 
 
+def target_numbers(y: pd.Series) -> pd.Series:
+    """A target of Python number objects (a Parquet decimal column reads as Decimals) as
+    numbers: as objects it was "not numeric", so every distinct amount became a class of
+    its own (a regression target refused as "80 classes in 80 rows"). Integers beyond
+    int64 stay objects (``pd.to_numeric`` keeps them so); anything else is returned as it
+    is."""
+    if y.dtype != object or not _numbers_as_objects(y):
+        return y
+    return pd.Series(pd.to_numeric(y), index=y.index, name=y.name)
+
+
 def _is_text(dtype: Any) -> bool:
     return (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
             or isinstance(dtype, pd.CategoricalDtype))
@@ -611,6 +688,8 @@ class TableEncoder:
         if self.numeric_:
             num = X[self.numeric_].astype(float)
             _check_finite(num)
+            for c in _large_whole(X, self.numeric_):
+                _check_exact_as_floats(X[c], num[c], f"column {c!r}")
             if self.impute:  # fitted even without NaN here: held-out rows may have some
                 self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
                 self._num_imputer.fit(num.to_numpy())
@@ -771,14 +850,14 @@ class TableEncoder:
 
     def describe(self) -> str:
         """One line per categorical column: how it was encoded (or why not)."""
-        unused = [f"`{c}`: not used (a different text in every training row)"
+        unused = [f"{code_span(c)}: not used (a different text in every training row)"
                   for c in self.unused_]
         if not self.categorical_:
             return "; ".join(["all feature columns are numeric: used as they are", *unused])
         lines = []
         for c in self.categorical_:
             levels = self.levels_[c]
-            lines.append(f"`{c}`: one-hot, {len(levels)} levels"
+            lines.append(f"{code_span(c)}: one-hot, {len(levels)} levels"
                          + (" (rare levels share the `infrequent` column)"
                             if self._onehot.infrequent_categories_[
                                 self.categorical_.index(c)] is not None else ""))
@@ -816,20 +895,36 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
         raise
 
 
+#: cells of a text column that are not text: dates and times (a Parquet date32 or time
+#: column), read as levels one per value, while a datetime64 column is refused; bytes (a
+#: Parquet binary column), levels where they were ASCII and "'ascii' codec can't decode
+#: byte 0xff" where not
+_NOT_TEXT = (bytes, datetime.date, datetime.time, datetime.timedelta)
+
+
 def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
-    """Refuse a text column with a cell that is not one value (a list, a dict, an array)."""
+    """Refuse a text column with a cell that is not one value (a list, a dict, an array),
+    or that is bytes, a date or a time (:data:`_NOT_TEXT`)."""
     for c in columns:
         col = X[c]
         if col.dtype != object:
             continue
-        bad = ~col.map(pd.api.types.is_scalar).to_numpy(dtype=bool)
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            cell = col.iloc[pos]
-            raise ValueError(
-                f"column {c!r} of the {what} holds a {type(cell).__name__} in row "
-                f"{X.index[pos]} ({cell!r:.60}): a feature cell must be one number or text; "
-                "split it into columns or join it into text.")
+        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or (
+            isinstance(v, _NOT_TEXT) and v is not pd.NaT)).to_numpy(dtype=bool)  # NaT: missing
+        if not bad.any():
+            continue
+        pos = int(np.flatnonzero(bad)[0])
+        cell = col.iloc[pos]
+        kind = "bytes" if isinstance(cell, bytes) else f"a {type(cell).__name__}"
+        where = f"column {c!r} of the {what} holds {kind} in row {X.index[pos]} ({cell!r:.60})"
+        if isinstance(cell, bytes):
+            raise ValueError(f"{where}, not text: decode the column to text (e.g. "
+                             "X[col].str.decode('utf-8')) or drop it.")
+        if isinstance(cell, _NOT_TEXT):
+            raise ValueError(f"{where}, which cannot be used as a feature: convert the column "
+                             "to numbers (e.g. days since a date) or text, or drop it.")
+        raise ValueError(f"{where}: a feature cell must be one number or text; split it into "
+                         "columns or join it into text.")
 
 
 def _row_names(X: pd.DataFrame, columns: list[str], max_levels: int) -> list[str]:
@@ -909,6 +1004,10 @@ def _cells(present: pd.Series, bad: np.ndarray) -> str:
 
 #: a number written with thousands separators: "3,456", "-1,234,567.5"
 _GROUPED = re.compile(r"[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?")
+#: digit groups set apart by a space, an apostrophe or an underscore ("12 573", "12'573,5"
+#: in French or Swiss locales; "12_573"), each group of three digits, a decimal point or
+#: comma after them
+_SPACED = re.compile(r"[+-]?[0-9]{1,3}(?P<sep>[ '\u2019_])[0-9]{3}((?P=sep)[0-9]{3})*([.,][0-9]*)?")
 #: a number with one comma and three digits after it: "171,006" could be either
 _ONE_GROUP = re.compile(r"[+-]?[1-9][0-9]{0,2},[0-9]{3}")
 #: a number written with a decimal comma: "3,5", "-0,126"
@@ -922,10 +1021,12 @@ _MINUS_SIGNS = "\u2212\u2012\u2013\ufe63\uff0d"
 #: after it, percent after it ("$151.00", "3,50 €", "12%")
 _CURRENCIES = "$\u20ac\u00a3\u00a5"
 #: the characters a number of :data:`_NOTATIONS` is written with (a quick first test)
-_NUMBERISH = re.compile(rf"[\d\s,.+\-eE{_MINUS_SIGNS}{re.escape(_CURRENCIES)}%]{{1,64}}")
+_NUMBERISH = re.compile(rf"[\d\s,.+\-eE'\u2019_{_MINUS_SIGNS}{re.escape(_CURRENCIES)}%]{{1,64}}")
 #: each notation the reader does not take: how it writes numbers, and the fix
 _NOTATIONS = {
     "grouped": ("written with thousands separators", "remove the separators (3456, not 3,456)"),
+    "spaced": ("written with spaces, apostrophes or underscores between digit groups",
+               "remove them (3456, not 3 456 or 3'456)"),
     # "171,006": 171006, or 171.006 with a decimal comma; only the user knows
     "grouped?": ("written with thousands separators", "remove the separators (3456, not "
                  "3,456), or if the commas are decimal commas, write a decimal point (3.456)"),
@@ -959,6 +1060,8 @@ def _notation(cell: Any) -> tuple[str, str] | None:
     text, unit = _without_unit(cell.strip(" \t"))
     if _GROUPED.fullmatch(text) and not re.match(r"[+-]?0,", text):  # "0,126": a comma
         return "unit" if unit else "grouped", text.replace(",", "")
+    if _SPACED.fullmatch(text):
+        return "unit" if unit else "spaced", re.sub(r"[ '\u2019_]", "", text).replace(",", ".")
     kind = "unit" if unit else None
     # non-breaking and other non-ASCII spaces, at the ends or grouping digits ("3\u202f456")
     plain = "".join(ch for ch in text if ch in " \t" or not ch.isspace())
@@ -1013,6 +1116,44 @@ def _check_notation(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> N
                           "; a column meant as text must be text throughout.")
 
 
+#: whole numbers beyond this one are not all floating point numbers (2**53 + 1 is not)
+_EXACT_FLOATS = 2**53
+
+
+def _check_exact_as_floats(column: pd.Series, floats: pd.Series, what: str) -> None:
+    """Refuse whole numbers (``column``) that floating point cannot tell apart (``floats``,
+    the same as floats): ``2**63 + 1`` and ``2**63 + 2`` are one float, so a column of
+    such ids or counts was constant (a target "constant (9.22337e+18)": "give a target that
+    varies", which it did), or fewer values than it held, silently."""
+    if not (pd.api.types.is_integer_dtype(column.dtype) or column.dtype == object):
+        return
+    values = column.dropna()
+    if not len(values) or max(abs(int(values.max())), abs(int(values.min()))) <= _EXACT_FLOATS:
+        return
+    n_whole, n_float = values.nunique(), floats.dropna().nunique()
+    if n_float < n_whole:
+        raise ValueError(
+            f"{what} holds whole numbers too large for floating point to tell apart (up to "
+            f"{max(values, key=abs)}; its {n_whole:,} different values are {n_float:,} as "
+            "floats): subtract an offset (e.g. the column's smallest value) or rescale it; if "
+            "it is a code, write it as text (e.g. with a letter before it).")
+
+
+def _large_whole(X: pd.DataFrame, columns: list[Any]) -> list[Any]:
+    """The ``columns`` of ``X`` that may hold whole numbers beyond ``_EXACT_FLOATS``: integer
+    columns that do, found at once (one Series per column took seconds on wide files), and
+    columns of number objects."""
+    dtypes = X[columns].dtypes if columns else pd.Series(dtype=object)
+    ints = [c for c, d in zip(columns, dtypes, strict=True) if pd.api.types.is_integer_dtype(d)]
+    large: list[Any] = []
+    if ints:
+        part = X[ints]
+        beyond = (part.max() > _EXACT_FLOATS) | (part.min() < -_EXACT_FLOATS)
+        large = [c for c, b in zip(ints, beyond.to_numpy(), strict=True) if b]
+    return large + [c for c, d in zip(columns, dtypes, strict=True)
+                    if pd.api.types.is_object_dtype(d)]
+
+
 def _check_finite(num: pd.DataFrame) -> None:
     """Refuse inf in a numeric column, naming the column and the row (its label)."""
     values = num.to_numpy()
@@ -1021,7 +1162,7 @@ def _check_finite(num: pd.DataFrame) -> None:
         pos, col = (int(v[0]) for v in np.nonzero(bad))
         raise ValueError(
             f"column {num.columns[col]!r} has {values[pos, col]} in row {num.index[pos]}: "
-            "replace it with a finite value or drop the row.")
+            f"replace it with a finite value or drop the row{_BEYOND_FLOATS}.")
 
 
 # -- holding rows out ---------------------------------------------------------
