@@ -1070,3 +1070,16 @@ def test_the_plan_names_the_folds_check_of_the_papers_cut(
     assert ("checking the paper's larger cut" in plan) == refits
     assert ("folds' own cuts too (up to " in plan) == refits
     assert ("own cuts are checked too, from the same neighbour lists" in plan) == (not refits)
+
+
+def test_a_closed_output_pipe_is_said_plainly(tmp_path: Path, train: Path) -> None:
+    # `tdshap clean ... | head -1`: the line said "cannot read or write: Broken pipe"
+    run = subprocess.Popen([sys.executable, "-m", "tdshap.app.cli", "clean", str(train),
+                            "--target", "y", "--out", "out", *FAST], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stderr is not None
+    run.stdout.close()  # the reader is gone before the first line
+    err = run.stderr.read()
+    assert run.wait(timeout=120) == 2
+    assert err.startswith("Error: the output was closed while the run printed to it")
+    assert err.count("\n") == 1

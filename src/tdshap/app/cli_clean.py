@@ -632,6 +632,11 @@ def one_line_errors(work: Callable[[], None]) -> None:
         except ValueError as err:
             # the message already names the problem and the fix; no traceback
             message = _flags(err)
+        except BrokenPipeError:  # said "cannot read or write: Broken pipe", after the
+            # outputs were published as often as before
+            message = ("the output was closed while the run printed to it (a pipe into "
+                       "`head`?): it stopped there; an output folder it had written is whole, "
+                       "or untouched if it had not.")
         except OSError as err:
             where = f" {err.filename}" if err.filename else ""
             message = f"cannot read or write{where}: {err.strerror or err}."
