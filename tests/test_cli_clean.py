@@ -1083,3 +1083,19 @@ def test_a_closed_output_pipe_is_said_plainly(tmp_path: Path, train: Path) -> No
     assert run.wait(timeout=120) == 2
     assert err.startswith("Error: the output was closed while the run printed to it")
     assert err.count("\n") == 1
+
+
+def test_an_error_line_is_cut_where_a_name_is_huge(tmp_path: Path) -> None:
+    # a 100,000-character column name quoted whole (a column with missing values, not
+    # a list of names, which are cut) made an Error line of 100 kB
+    from tdshap.app.cli_clean import LONGEST_LINE, one_line
+
+    frame = table()
+    frame.insert(0, "n" * 100_000, frame["a"])
+    frame.iloc[3, 0] = np.nan
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "has 1 missing value", "pass --impute")
+    assert len(res.stderr) < 600
+    long = one_line("a " * 3000 + "fix it.")
+    assert len(long) < LONGEST_LINE + 10 and long.endswith("a a fix it.")

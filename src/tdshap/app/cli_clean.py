@@ -650,7 +650,23 @@ def one_line_errors(work: Callable[[], None]) -> None:
             return
     # one line, and names from a file (a column "\x1b[2J", a NUL) shown escaped, not run by
     # the terminal
-    raise InputError(printable(" ".join((message + _warning_note(seen)).split()))) from None
+    raise InputError(one_line(printable(message + _warning_note(seen)))) from None
+
+
+#: the longest word of an Error line, and the longest line (a 100,000-character column name
+#: quoted in a message was an Error line of 100 kB)
+LONGEST_WORD, LONGEST_LINE = 200, 2000
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line, a word longer than :data:`LONGEST_WORD` cut short, and a line
+    longer than :data:`LONGEST_LINE` cut in the middle (its end says the fix)."""
+    words = [w if len(w) <= LONGEST_WORD else w[:LONGEST_WORD // 2] + "..." + w[-20:]
+             for w in message.split()]
+    line = " ".join(words)
+    if len(line) > LONGEST_LINE:
+        line = line[:LONGEST_LINE * 2 // 3] + " ... " + line[-LONGEST_LINE // 3:]
+    return line
 
 
 def _command(do_cleanse: bool) -> Callable[..., None]:
