@@ -22,6 +22,7 @@ from tdshap import (
     cleanse,
     find_harmful,
 )
+from tdshap._validation import check_random_state
 from tdshap.methods import DataOOB, KNNOutOfBag, KNNShapley
 from tdshap.utility.base import Chain
 
@@ -817,6 +818,15 @@ def test_every_entry_point_refuses_a_float_seed_the_same_way(fit):
     with pytest.raises(ValueError, match=r"random_state=1.0 must be .*\(an int\).*; pass 1: "
                                          r"numpy and scikit-learn take a seed as an int"):
         fit(1.0)
+
+
+@pytest.mark.parametrize("seed, generator", [(-2.0, True), (2.0**40, False)])
+def test_a_float_seed_is_not_told_to_pass_an_int_that_is_refused_too(seed, generator):
+    # "pass -2" (negative) and "pass 1099511627776" (past 2**32, where scikit-learn takes
+    # the seed) named as the fix ints that the same check refuses
+    with pytest.raises(ValueError, match=r"must be .*\(an int\)[^;]*\.$") as err:
+        check_random_state(seed, generator=generator)
+    assert "pass" not in str(err.value)
 
 
 _FRAME_OK = pd.DataFrame(np.arange(40.0).reshape(20, 2), columns=["a", "b"],

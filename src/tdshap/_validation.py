@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import warnings
@@ -658,8 +659,11 @@ def check_random_state(random_state: Any, *, generator: bool = True,
         return
     kinds = ("None, a whole number >= 0 (an int) or a numpy Generator" if generator else
              "a whole number >= 0 below 2**32 (an int)" + (" or None" if optional else ""))
+    # a whole float's int, named as the fix only where it would be taken (not -2, nor 1e30
+    # where scikit-learn's seed must stay below 2**32)
     whole_float = isinstance(random_state, float | np.floating) and float(
-        random_state).is_integer()
+        random_state).is_integer() and 0 <= random_state <= (math.inf if generator else
+                                                             MAX_SEED)
     hint = (f"; pass {int(random_state)}: numpy and scikit-learn take a seed as an int, "
             "not a float" if whole_float else "")
     raise ValueError(f"{name}={random_state!r} must be {kinds}{hint}.")
