@@ -801,6 +801,29 @@ def test_cleanse_refuses_a_non_estimator():
         cleanse(values, _NotAnEstimator(), X_OK, Y_OK, X_OK, Y_OK)
 
 
+class _ChangesItsParameter(DecisionTreeClassifier):
+    """A scikit-learn estimator whose __init__ changes a parameter: clone refuses it."""
+
+    def __init__(self, max_depth=2):
+        super().__init__(max_depth=max_depth * 2)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda e: TDShap(e, "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda e: TMCShapley(e, max_permutations=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda e: DataOOB(e, n_estimators=2).fit(X_OK, Y_OK),
+    lambda e: LeaveOneOut(e).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda e: cleanse(np.linspace(-1, 1, 20), e, X_OK, Y_OK, X_OK, Y_OK),
+], ids=["tdshap", "tmc", "data_oob", "loo", "cleanse"])
+def test_an_estimator_clone_cannot_copy_is_refused_by_name(fit):
+    # scikit-learn's RuntimeError "Cannot clone object ..." from inside the first fit
+    with pytest.raises(ValueError, match=r"estimator _ChangesItsParameter cannot be cloned for "
+                                         r"each fit \(sklearn.base.clone: RuntimeError: "
+                                         r"Cannot clone object.*its __init__ must store each "
+                                         r"parameter as given"):
+        fit(_ChangesItsParameter())
+
+
 @pytest.mark.parametrize("fit", [
     lambda rs: find_harmful(X_OK + np.arange(20)[:, None], Y_OK, random_state=rs),
     lambda rs: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK,

@@ -562,8 +562,9 @@ def _label_kind(y: np.ndarray) -> str:
 
 def check_estimator(estimator: Any) -> None:
     """Refuse what scikit-learn cannot clone and tag, before it fails deep inside with an
-    ``AttributeError`` (``__sklearn_tags__``): None, a class, an object with ``fit`` only."""
-    from sklearn.base import is_classifier
+    ``AttributeError`` (``__sklearn_tags__``): None, a class, an object with ``fit`` only,
+    one that ``clone`` (which every fit uses) cannot copy."""
+    from sklearn.base import clone, is_classifier
 
     if isinstance(estimator, type):
         raise ValueError(f"estimator must be an instance, got the class {estimator.__name__}: "
@@ -576,6 +577,14 @@ def check_estimator(estimator: Any) -> None:
     except (AttributeError, TypeError):
         raise ValueError(f"estimator {type(estimator).__name__} is not a scikit-learn estimator "
                          "(derive it from sklearn.base.BaseEstimator).") from None
+    try:  # every fit is on a clone: one that cannot be made failed inside scikit-learn
+        clone(estimator)
+    except Exception as err:  # RuntimeError ("modifies parameter"), or get_params' own
+        first = (str(err).strip().splitlines() or [""])[0]
+        raise ValueError(f"estimator {type(estimator).__name__} cannot be cloned for each fit "
+                         f"(sklearn.base.clone: {type(err).__name__}: {first}): its __init__ "
+                         "must store each parameter as given, and get_params return them."
+                         ) from None
 
 
 def picks_columns_by_name(columns: Any) -> bool:
