@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -319,6 +320,33 @@ def test_a_checkpoint_path_holding_anything_but_a_checkpoint_is_refused_before_a
                            rf"{what} that is not a tdshap checkpoint: choose a new path"):
             make(checkpoint=path, resume=resume).fit(d.X_train, d.y_train, d.X_val, d.y_val)
     assert _snapshot(tmp_path) == before  # nothing written, replaced or left behind
+
+
+@pytest.mark.parametrize("method", ["TDShap", "TMCShapley", "SequentialRemoval"])
+def test_a_checkpoint_path_whose_folder_cannot_be_made_is_refused_before_any_work(
+        breast_cancer_small, tmp_path, monkeypatch, method):
+    # a file on the way failed inside pathlib's mkdir (FileExistsError), a link to nothing
+    # too, after the checks and from deep inside
+    from tdshap import SequentialRemoval
+    from tdshap.methods.base import BaseValuation
+
+    d = breast_cancer_small
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    before = _snapshot(tmp_path)
+    for where in (BaseValuation, SequentialRemoval):  # utility built / stage run: work began
+        monkeypatch.setattr(where, "_make_utility" if where is BaseValuation else "_stage",
+                            lambda *a, **k: pytest.fail("the run began its work"))
+    make = _quick_methods()[method]
+    for path, why in [(tmp_path / "notes.txt" / "sub" / "run.tdshap",
+                       f"{tmp_path / 'notes.txt'} is a file, not a folder"),
+                      (tmp_path / "gone" / "run.tdshap",
+                       f"{tmp_path / 'gone'} is a link to {tmp_path / 'nowhere'}, which does "
+                       "not exist")]:
+        with pytest.raises(ValueError, match=rf"^checkpoint {re.escape(repr(str(path)))} "
+                           rf"cannot be saved: {re.escape(why)}; choose another path\.$"):
+            make(checkpoint=path).fit(d.X_train, d.y_train, d.X_val, d.y_val)
+    assert _snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("method", ["TDShap", "TMCShapley", "SequentialRemoval"])

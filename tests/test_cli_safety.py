@@ -166,6 +166,18 @@ def test_values_table_as_input_is_not_replaced(work: Path) -> None:
                   *FAST, words=("inside the output folder",))
 
 
+def test_input_given_through_a_link_in_out_named_like_an_output_is_not_replaced(
+        work: Path) -> None:
+    # the link's target lies outside --out, so only the target was checked, and --force
+    # replaced the link (the input as the user named it) with the values' plot
+    (work / "out").mkdir()
+    (work / "out" / "values.png").symlink_to(work / "wine.csv")
+    (work / "out" / "notes.txt").write_text("the user's own")
+    check_refused(work, "value", "out/values.png", "--target", "target", "--out", "out",
+                  "--force", *FAST, words=("input file out/values.png is inside the output "
+                                           "folder",))
+
+
 @pytest.mark.parametrize("name", ["values.csv", "report.md", "run.tdshap"])
 def test_a_users_own_file_in_out_is_not_replaced(work: Path, name: str) -> None:
     (work / "out").mkdir()

@@ -36,6 +36,27 @@ class Broken(ClassifierMixin, BaseEstimator):
         raise RuntimeError("cannot fit")
 
 
+class FitReturnsNone(Memorizer):
+    """A Memorizer whose fit ends without "return self"."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+
+
+@pytest.mark.parametrize("method", ["DataOOB", "ThresholdingOOB"])
+def test_a_fit_that_returns_nothing_is_valued_as_one_that_returns_self(method):
+    # the bags predicted with what fit returned: every fit "failed" ('NoneType' object has
+    # no attribute 'predict'), though TDShap and LOO valued the same model
+    from tdshap.methods import ThresholdingOOB
+
+    X, y = blobs()
+    make = ((lambda m: DataOOB(m, n_estimators=20, random_state=0)) if method == "DataOOB"
+            else (lambda m: ThresholdingOOB(m, max_iter=1, random_state=0)))
+    plain, none = (make(m).fit(X, y).result_ for m in (Memorizer(), FitReturnsNone()))
+    np.testing.assert_array_equal(none.values, plain.values)
+    assert none.extra.get("n_failed_fits", 0) == plain.extra.get("n_failed_fits", 0)
+
+
 def test_same_seed_same_values_and_n_jobs_does_not_matter():
     X, y = blobs()
     y[3] = 1

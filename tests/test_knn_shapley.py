@@ -603,6 +603,29 @@ def test_a_pipeline_step_with_sparse_output_is_made_dense_and_a_failing_one_name
         KNNShapley(make_pipeline(OneHotEncoder(), KNeighborsClassifier(3))).fit(X, y, Xv, yv)
 
 
+def _first_rows(Z):
+    return Z[:5]
+
+
+@pytest.mark.parametrize("method", ["KNNShapley", "KNNOutOfBag"])
+def test_pipeline_steps_that_drop_rows_are_refused_by_name(method) -> None:
+    # KNNShapley's IndexError ("index 5 is out of bounds") and KNNOutOfBag's numpy
+    # "operands could not be broadcast" from deep inside
+    from sklearn.preprocessing import FunctionTransformer
+
+    from tdshap.methods import KNNOutOfBag
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(40, 3)), rng.normal(size=(20, 3))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    model = make_pipeline(FunctionTransformer(_first_rows), KNeighborsClassifier(3))
+    with pytest.raises(ValueError, match=rf"{method}: the Pipeline's steps before the k-NN "
+                       r"turn 40 rows into an array of shape \(5, 3\): each step must keep "
+                       r"one row per row"):
+        (KNNShapley(model) if method == "KNNShapley" else KNNOutOfBag(model)).fit(
+            X, y, Xv, yv)
+
+
 def test_regression_targets_too_large_to_square_are_refused() -> None:
     rng = np.random.default_rng(0)
     X, X_val = rng.normal(size=(30, 2)), rng.normal(size=(10, 2))

@@ -67,6 +67,20 @@ def test_loading_or_saving_to_something_not_a_path_names_it(path):
         _result().save(path)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_saving_into_a_missing_folder_or_under_a_file_names_the_folder(tmp_path, suffix):
+    # open's bare FileNotFoundError / NotADirectoryError, where a plot's path said which
+    # folder and what to do
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"cannot save .*: folder .*missing does not exist; "
+                                         r"create it first or choose another path\."):
+        _result().save(tmp_path / "missing" / f"r{suffix}")
+    with pytest.raises(ValueError, match=r"cannot save .*: folder .*notes\.txt is a file, not "
+                                         r"a folder; choose another path\."):
+        _result().save(tmp_path / "notes.txt" / f"r{suffix}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     ({"variances": [-1.0] * 4}, "counts and variances must not be negative"),
     ({"harmful": ["no"] * 4}, "harmful must be true/false, not 'no'"),

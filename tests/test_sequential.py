@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import Ridge
+from sklearn.neighbors import KNeighborsRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from tdshap import LeaveOneOut, SequentialRemoval, TDShap, cleanse
@@ -229,6 +230,16 @@ def test_a_checkpoint_as_saved_resumes_to_the_uninterrupted_run(data, tmp_path):
     np.testing.assert_array_equal(resumed.order_, expected.order_)
     np.testing.assert_array_equal(resumed.values_, expected.values_)
     assert resumed.result_.n_fits == expected.result_.n_fits
+
+
+@pytest.mark.parametrize("model", [KNeighborsRegressor(3), Ridge()])
+def test_a_model_given_as_the_method_is_refused_by_name(data, model):
+    # a k-NN has an attribute algorithm (its neighbour search, 'auto'), which passed for a
+    # valuation method's: its fit then failed inside scikit-learn ("takes 3 positional
+    # arguments but 5 were given")
+    with pytest.raises(ValueError, match=r"method must be a tdshap valuation method such as "
+                                         r"TDShap\(Ridge\(\)\), not the model itself"):
+        SequentialRemoval(model, step=5).fit(*data)
 
 
 @pytest.mark.parametrize("inner", [{"checkpoint": "inner.tdshap"},

@@ -22,6 +22,7 @@ from tdshap import (
     cleanse,
     find_harmful,
 )
+from tdshap._validation import check_random_state
 from tdshap.methods import DataOOB, KNNOutOfBag, KNNShapley
 from tdshap.utility.base import Chain
 
@@ -800,6 +801,29 @@ def test_cleanse_refuses_a_non_estimator():
         cleanse(values, _NotAnEstimator(), X_OK, Y_OK, X_OK, Y_OK)
 
 
+class _ChangesItsParameter(DecisionTreeClassifier):
+    """A scikit-learn estimator whose __init__ changes a parameter: clone refuses it."""
+
+    def __init__(self, max_depth=2):
+        super().__init__(max_depth=max_depth * 2)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda e: TDShap(e, "accuracy", n_min=2, k=2, max_iter=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda e: TMCShapley(e, max_permutations=1).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda e: DataOOB(e, n_estimators=2).fit(X_OK, Y_OK),
+    lambda e: LeaveOneOut(e).fit(X_OK, Y_OK, X_OK, Y_OK),
+    lambda e: cleanse(np.linspace(-1, 1, 20), e, X_OK, Y_OK, X_OK, Y_OK),
+], ids=["tdshap", "tmc", "data_oob", "loo", "cleanse"])
+def test_an_estimator_clone_cannot_copy_is_refused_by_name(fit):
+    # scikit-learn's RuntimeError "Cannot clone object ..." from inside the first fit
+    with pytest.raises(ValueError, match=r"estimator _ChangesItsParameter cannot be cloned for "
+                                         r"each fit \(sklearn.base.clone: RuntimeError: "
+                                         r"Cannot clone object.*its __init__ must store each "
+                                         r"parameter as given"):
+        fit(_ChangesItsParameter())
+
+
 @pytest.mark.parametrize("fit", [
     lambda rs: find_harmful(X_OK + np.arange(20)[:, None], Y_OK, random_state=rs),
     lambda rs: cleanse(np.linspace(-1, 1, 20), _tree(), X_OK, Y_OK, X_OK, Y_OK,
@@ -817,6 +841,15 @@ def test_every_entry_point_refuses_a_float_seed_the_same_way(fit):
     with pytest.raises(ValueError, match=r"random_state=1.0 must be .*\(an int\).*; pass 1: "
                                          r"numpy and scikit-learn take a seed as an int"):
         fit(1.0)
+
+
+@pytest.mark.parametrize("seed, generator", [(-2.0, True), (2.0**40, False)])
+def test_a_float_seed_is_not_told_to_pass_an_int_that_is_refused_too(seed, generator):
+    # "pass -2" (negative) and "pass 1099511627776" (past 2**32, where scikit-learn takes
+    # the seed) named as the fix ints that the same check refuses
+    with pytest.raises(ValueError, match=r"must be .*\(an int\)[^;]*\.$") as err:
+        check_random_state(seed, generator=generator)
+    assert "pass" not in str(err.value)
 
 
 _FRAME_OK = pd.DataFrame(np.arange(40.0).reshape(20, 2), columns=["a", "b"],

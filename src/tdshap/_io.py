@@ -46,10 +46,18 @@ def image_path(path: Any) -> Path:
     if out.suffix.lower().lstrip(".") not in formats:
         raise ValueError(f"{out} does not end in an image format matplotlib writes: use "
                          f"one of {', '.join('.' + f for f in sorted(formats))} (e.g. .png).")
-    if not out.parent.is_dir():
-        raise ValueError(f"cannot save {out}: folder {out.parent} does not exist; create it "
-                         "first or choose another path.")
+    check_folder_of(out)
     return out
+
+
+def check_folder_of(out: Path) -> None:
+    """Refuse a file ``out`` whose folder is missing (or a file): the write failed with
+    the bare ``FileNotFoundError`` or ``NotADirectoryError`` of ``open``."""
+    if out.parent.is_dir():
+        return
+    problem = ("is a file, not a folder; choose another path" if out.parent.exists() else
+               "does not exist; create it first or choose another path")
+    raise ValueError(f"cannot save {out}: folder {out.parent} {problem}.")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -621,8 +622,9 @@ def _label_kind(y: np.ndarray) -> str:
 
 def check_estimator(estimator: Any) -> None:
     """Refuse what scikit-learn cannot clone and tag, before it fails deep inside with an
-    ``AttributeError`` (``__sklearn_tags__``): None, a class, an object with ``fit`` only."""
-    from sklearn.base import is_classifier
+    ``AttributeError`` (``__sklearn_tags__``): None, a class, an object with ``fit`` only,
+    one that ``clone`` (which every fit uses) cannot copy."""
+    from sklearn.base import clone, is_classifier
 
     if isinstance(estimator, type):
         raise ValueError(f"estimator must be an instance, got the class {estimator.__name__}: "
@@ -635,6 +637,14 @@ def check_estimator(estimator: Any) -> None:
     except (AttributeError, TypeError):
         raise ValueError(f"estimator {type(estimator).__name__} is not a scikit-learn estimator "
                          "(derive it from sklearn.base.BaseEstimator).") from None
+    try:  # every fit is on a clone: one that cannot be made failed inside scikit-learn
+        clone(estimator)
+    except Exception as err:  # RuntimeError ("modifies parameter"), or get_params' own
+        first = (str(err).strip().splitlines() or [""])[0]
+        raise ValueError(f"estimator {type(estimator).__name__} cannot be cloned for each fit "
+                         f"(sklearn.base.clone: {type(err).__name__}: {first}): its __init__ "
+                         "must store each parameter as given, and get_params return them."
+                         ) from None
 
 
 def picks_columns_by_name(columns: Any) -> bool:
@@ -718,8 +728,11 @@ def check_random_state(random_state: Any, *, generator: bool = True,
         return
     kinds = ("None, a whole number >= 0 (an int) or a numpy Generator" if generator else
              "a whole number >= 0 below 2**32 (an int)" + (" or None" if optional else ""))
+    # a whole float's int, named as the fix only where it would be taken (not -2, nor 1e30
+    # where scikit-learn's seed must stay below 2**32)
     whole_float = isinstance(random_state, float | np.floating) and float(
-        random_state).is_integer()
+        random_state).is_integer() and 0 <= random_state <= (math.inf if generator else
+                                                             MAX_SEED)
     hint = (f"; pass {int(random_state)}: numpy and scikit-learn take a seed as an int, "
             "not a float" if whole_float else "")
     raise ValueError(f"{name}={random_state!r} must be {kinds}{hint}.")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
+from tdshap._io import atomic_write_bytes, check_folder_of, jsonable, unpacked_size_problem
 from tdshap._validation import check_number, check_random_state
 from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
@@ -330,6 +330,8 @@ class ValuationResult:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write to ``path``: ``.json`` or ``.npz`` by suffix, atomically."""
         path = _file_path(path)
+        if path.suffix in (".json", ".npz"):
+            check_folder_of(path)
         if path.suffix == ".json":
             # strict JSON writes NaN and inf as null, read back as NaN: a value of -inf (a
             # harmful row) came back as NaN (not harmful), a threshold of -inf as none (0)

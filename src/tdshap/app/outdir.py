@@ -206,11 +206,14 @@ class OutputFolder:
         names = set(outputs) | set(self.keep) | {MANIFEST, LOCK}
         foreign = self._foreign() if self.exists else []
         for path in inputs:
-            rin = os.path.realpath(path)
-            if not _inside(rin, real):
-                continue
-            name = os.path.relpath(rin, real)
-            if name in names or name in self.old_files or not foreign:
+            # the file it names and, for a link, the link itself: a link in --out named
+            # like an output (values.png -> ../train.csv) was replaced by --force
+            link = os.path.join(os.path.realpath(os.path.dirname(path) or "."),
+                                os.path.basename(path))
+            inside = [os.path.relpath(p, real) for p in {os.path.realpath(path), link}
+                      if _inside(p, real)]
+            if inside and (not foreign or any(
+                    name in names or name in self.old_files for name in inside)):
                 raise OutputError(
                     f"input file {path} is inside the output folder {out}, where the outputs "
                     "of this run would replace or remove it: copy it elsewhere, or choose "

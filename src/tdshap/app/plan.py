@@ -489,7 +489,8 @@ def _estimate_bags(valuer: Any, estimator: Any, data: PreparedData, do_cleanse: 
         bag = rng.choice(n, size=n, replace=True)
         try:
             t0 = time.perf_counter()
-            model = clone(estimator).fit(X[bag], y[bag])
+            model = clone(estimator)
+            model.fit(X[bag], y[bag])  # not fit's return: None from one without "return self"
             t1 = time.perf_counter()
             if not predict_s:  # one timed prediction is enough; both fits check the model
                 with one_thread_if_small(len(sample) * X.size):

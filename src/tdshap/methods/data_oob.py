@@ -73,15 +73,17 @@ def _bag_scores(estimator: Any, X: np.ndarray, y: np.ndarray, seed: int, classif
         if params:
             model.set_params(**dict.fromkeys(params, int(rng.integers(2**31))))
         try:
+            # the model itself, not what fit returns (None from a fit without
+            # "return self": "'NoneType' object has no attribute 'predict'")
             if lists is None:
-                return (oob, row_scores(model.fit(X[bag], y[bag]), X[oob], y[oob], metric),
-                        False, len(oob), None)
+                model.fit(X[bag], y[bag])
+                return oob, row_scores(model, X[oob], y[oob], metric), False, len(oob), None
             scores, declined = lists.row_scores(counts, oob, y[oob], metric)
             rows = oob[declined]
             if len(rows):
                 with one_thread_if_small(len(rows) * X.size):
-                    scores[declined] = row_scores(model.fit(X[bag], y[bag]), X[rows], y[rows],
-                                                  metric)
+                    model.fit(X[bag], y[bag])
+                    scores[declined] = row_scores(model, X[rows], y[rows], metric)
             return oob, scores, False, len(rows), None
         except Exception as err:
             if on_error == "raise":

@@ -112,7 +112,10 @@ class SequentialRemoval(Checkpointing, BaseEstimator):
             raise ValueError(f"method must be a valuation method's instance, got the class "
                              f"{self.method.__name__}: pass {self.method.__name__}(estimator) "
                              "(with its parameters).")
-        if not all(hasattr(self.method, a) for a in ("fit", "get_params", "algorithm")):
+        # the class's algorithm: a k-NN model's own algorithm='auto' (its neighbour search)
+        # passed, and its fit failed inside scikit-learn ("takes 3 positional arguments")
+        if not (all(hasattr(self.method, a) for a in ("fit", "get_params"))
+                and hasattr(type(self.method), "algorithm")):
             raise ValueError("method must be a tdshap valuation method such as TDShap(Ridge()), "
                              f"not the model itself: got {self.method!r}.")
         inner = self.method.get_params(deep=False)

@@ -98,7 +98,8 @@ def _fit_bag(estimator: Any, X: np.ndarray, y: np.ndarray, bag: np.ndarray, out:
     started = time.perf_counter()
     try:
         with limited_threads(threads) if threads else nullcontext():
-            model = _bag_model(estimator, seed).fit(X[bag], y[bag])
+            model = _bag_model(estimator, seed)
+            model.fit(X[bag], y[bag])  # not fit's return: None from one without "return self"
             rewards = row_scores(model, X[out], y[out], metric)
     except Exception as err:
         if on_error == "raise" and threads is None:

@@ -263,7 +263,8 @@ def too_few_rows(estimator: Any, X: np.ndarray, y: np.ndarray,
     error path.
     """
     try:
-        model = clone(estimator).fit(X, y)
+        model = clone(estimator)
+        model.fit(X, y)  # not fit's return: None from one without "return self"
         checked = None if check is None else check(model)
         if isinstance(checked, float) and not np.isfinite(checked):
             return None

@@ -130,6 +130,25 @@ def _path_problem(path: Path) -> tuple[str, str] | None:
     return what, fate
 
 
+def _folder_problem(path: Path) -> str | None:
+    """Why no checkpoint can be saved in ``path``'s folder (made when missing), or None.
+
+    The nearest folder that exists must be one the run may write in: a file on the way
+    ("x.txt/run.tdshap") or a folder without write permission failed inside pathlib or
+    the first save, with an ``OSError`` and after the run's first pass.
+    """
+    probe = Path(os.path.abspath(path)).parent
+    while not probe.exists() and probe != probe.parent:
+        if probe.is_symlink():
+            return f"{probe} is a link to {os.readlink(probe)}, which does not exist"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"there is no write permission on the folder {probe}"
+    return None
+
+
 def is_checkpoint_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a checkpoint file itself (not a link, not a user's file)."""
     path = Path(path)
@@ -149,6 +168,10 @@ def check_checkpoint_path(path: str | os.PathLike[str]) -> None:
         what, fate = problem
         raise CheckpointError(f"checkpoint {str(path)!r} is an existing {what} that is not a "
                               f"tdshap checkpoint: choose a new path, or move it away ({fate}).")
+    folder = _folder_problem(Path(path))
+    if folder is not None:
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be saved: {folder}; choose "
+                              "another path.", "checkpoint")
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

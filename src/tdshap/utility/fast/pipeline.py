@@ -87,6 +87,15 @@ def head_features(estimator: Any, X: np.ndarray, y: np.ndarray, *others: np.ndar
         raise ValueError(f"{method}: the Pipeline's steps before the k-NN failed "
                          f"({type(err).__name__}: {err}); fix those steps, or give X "
                          "transformed and the k-NN alone.") from None
+    # a step that drops or adds rows (a FunctionTransformer of a slice): each row's
+    # neighbours were then another row's, or the closed form failed on its index
+    changed = next(((a.shape, b.shape) for a, b in zip(arrays, (X, *others), strict=True)
+                    if a.ndim != 2 or len(a) != len(b)), None)
+    if changed is not None:
+        raise ValueError(f"{method}: the Pipeline's steps before the k-NN turn "
+                         f"{changed[1][0]} rows into an array of shape {changed[0]}: each "
+                         "step must keep one row per row (fix those steps, or give X "
+                         "transformed and the k-NN alone).")
     if not all(np.isfinite(a).all() for a in arrays):
         raise ValueError(f"{method}: the Pipeline's steps before the k-NN give NaN or "
                          "infinite values, and distances to them say nothing: fix those "
