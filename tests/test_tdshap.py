@@ -322,6 +322,16 @@ def test_ragged_rows_and_list_labels_are_refused_by_every_method(make):
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_whole_numbers_floats_cannot_tell_apart_are_refused_by_every_method(make):
+    # int64 ids or counts near 2**62 became one float each: a constant column, silently
+    X = X_OK.astype(np.int64) + np.int64(2**62)
+    X[:, 1] = np.arange(len(X)) + 2**62
+    with pytest.raises(ValueError, match=r"X's column 1 holds whole numbers too large for "
+                       "floating point to tell apart"):
+        make().fit(X, Y_OK, X_OK, Y_OK)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
 def test_rows_without_feature_columns_are_refused_by_every_method(make):
     # DataOOB and ThresholdingOOB ended in scikit-learn's "Found array with 0 feature(s)",
     # TDShap/TMC/LOO in "the estimator failed on every fit", KNNShapley valued them

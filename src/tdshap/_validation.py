@@ -180,6 +180,30 @@ def float32_fix(first_error: str | None, *arrays: np.ndarray | None) -> str | No
             "standardise them")
 
 
+#: whole numbers beyond this one are not all floating point numbers (2**53 + 1 is not)
+EXACT_FLOATS = 2**53
+
+
+def check_exact_as_floats(column: pd.Series, floats: pd.Series, what: str) -> None:
+    """Refuse whole numbers (``column``) that floating point cannot tell apart (``floats``,
+    the same as floats): ``2**63 + 1`` and ``2**63 + 2`` are one float, so a column of
+    such ids or counts was constant (a target "constant (9.22337e+18)": "give a target that
+    varies", which it did), or fewer values than it held, silently."""
+    if not (pd.api.types.is_integer_dtype(column.dtype) or column.dtype == object):
+        return
+    values = column.dropna()
+    if not len(values) or max(abs(int(values.max())), abs(int(values.min()))) <= EXACT_FLOATS:
+        return
+    n_whole, n_float = values.nunique(), floats.dropna().nunique()
+    if n_float < n_whole:
+        raise ValueError(
+            f"{what} holds whole numbers too large for floating point to tell apart (up to "
+            f"{max(values, key=abs)}; its {n_whole:,} different values are {n_float:,} as "
+            "floats): subtract an offset (e.g. the column's smallest value) or rescale it; if "
+            "it is a code, write it as text (e.g. with a letter before it).")
+
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
@@ -229,6 +253,12 @@ def as_features(X: Any, name: str) -> np.ndarray:
     if 0 in arr.shape[1:]:  # every row alike: nothing to learn from or measure distances on
         raise ValueError(f"{name} has no feature columns (shape {arr.shape}): each row needs "
                          "at least one feature.")
+    if arr.dtype.kind in "iu" and arr.size:  # int64 ids or counts near 2**63: one float
+        flat = arr.reshape(len(arr), -1)
+        for j in np.flatnonzero((flat.max(axis=0) > EXACT_FLOATS)
+                                | (flat.min(axis=0) < -EXACT_FLOATS)):
+            check_exact_as_floats(pd.Series(flat[:, j]), pd.Series(flat[:, j].astype(float)),
+                                  f"{name}'s column {j}")
     arr = arr.astype(float, copy=False) if arr.dtype.kind != "f" else arr
     if not np.isfinite(arr).all():
         rows, cols = np.nonzero(~np.isfinite(arr.reshape(len(arr), -1)))

@@ -66,7 +66,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
 from tdshap._validation import (
+    EXACT_FLOATS,
     ParameterError,
+    check_exact_as_floats,
     check_number,
     check_squarable,
     code_span,
@@ -548,7 +550,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                 "task"
             )
         values = y.to_numpy(dtype=float)
-        _check_exact_as_floats(y, pd.Series(values), f"target column {name!r}")
+        check_exact_as_floats(y, pd.Series(values), f"target column {name!r}")
         check_squarable(values, f"target column {name!r}")
         # at the other end: the variance of a squared error is the spread to the fourth
         # power, below the smallest float from about 1e-77 on: every interval was then a
@@ -689,7 +691,7 @@ class TableEncoder:
             num = X[self.numeric_].astype(float)
             _check_finite(num)
             for c in _large_whole(X, self.numeric_):
-                _check_exact_as_floats(X[c], num[c], f"column {c!r}")
+                check_exact_as_floats(X[c], num[c], f"column {c!r}")
             if self.impute:  # fitted even without NaN here: held-out rows may have some
                 self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
                 self._num_imputer.fit(num.to_numpy())
@@ -1116,31 +1118,8 @@ def _check_notation(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> N
                           "; a column meant as text must be text throughout.")
 
 
-#: whole numbers beyond this one are not all floating point numbers (2**53 + 1 is not)
-_EXACT_FLOATS = 2**53
-
-
-def _check_exact_as_floats(column: pd.Series, floats: pd.Series, what: str) -> None:
-    """Refuse whole numbers (``column``) that floating point cannot tell apart (``floats``,
-    the same as floats): ``2**63 + 1`` and ``2**63 + 2`` are one float, so a column of
-    such ids or counts was constant (a target "constant (9.22337e+18)": "give a target that
-    varies", which it did), or fewer values than it held, silently."""
-    if not (pd.api.types.is_integer_dtype(column.dtype) or column.dtype == object):
-        return
-    values = column.dropna()
-    if not len(values) or max(abs(int(values.max())), abs(int(values.min()))) <= _EXACT_FLOATS:
-        return
-    n_whole, n_float = values.nunique(), floats.dropna().nunique()
-    if n_float < n_whole:
-        raise ValueError(
-            f"{what} holds whole numbers too large for floating point to tell apart (up to "
-            f"{max(values, key=abs)}; its {n_whole:,} different values are {n_float:,} as "
-            "floats): subtract an offset (e.g. the column's smallest value) or rescale it; if "
-            "it is a code, write it as text (e.g. with a letter before it).")
-
-
 def _large_whole(X: pd.DataFrame, columns: list[Any]) -> list[Any]:
-    """The ``columns`` of ``X`` that may hold whole numbers beyond ``_EXACT_FLOATS``: integer
+    """The ``columns`` of ``X`` that may hold whole numbers beyond ``EXACT_FLOATS``: integer
     columns that do, found at once (one Series per column took seconds on wide files), and
     columns of number objects."""
     dtypes = X[columns].dtypes if columns else pd.Series(dtype=object)
@@ -1148,7 +1127,7 @@ def _large_whole(X: pd.DataFrame, columns: list[Any]) -> list[Any]:
     large: list[Any] = []
     if ints:
         part = X[ints]
-        beyond = (part.max() > _EXACT_FLOATS) | (part.min() < -_EXACT_FLOATS)
+        beyond = (part.max() > EXACT_FLOATS) | (part.min() < -EXACT_FLOATS)
         large = [c for c, b in zip(ints, beyond.to_numpy(), strict=True) if b]
     return large + [c for c, d in zip(columns, dtypes, strict=True)
                     if pd.api.types.is_object_dtype(d)]
