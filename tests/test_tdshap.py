@@ -989,3 +989,19 @@ def test_features_past_float32_name_the_data_where_the_model_computes_in_it(meth
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         method(KNeighborsClassifier(3)).fit(X, y, Xv, yv)
+
+
+def test_the_bandits_next_arms_are_the_first_of_every_arm_sorted():
+    # select sorts only the arms up to the k-th smallest index: the same arms, same order
+    from tdshap.methods.apt.bandit import APTState
+
+    draw = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(draw.integers(1, 200))
+        state = APTState(n, 0.0, 0.05)
+        state.mu[:] = np.round(draw.normal(size=n), 1)  # tied indices
+        state.counts[:] = draw.integers(0, 4, n)
+        k, seed = int(draw.integers(0, n + 2)), int(draw.integers(2**31))
+        tiebreak = np.random.default_rng(seed).random(n)
+        expected = np.lexsort((tiebreak, state.index()))[:k]
+        assert np.array_equal(state.select(k, np.random.default_rng(seed)), expected)
