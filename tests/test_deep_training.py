@@ -331,3 +331,25 @@ def test_a_seeded_valuation_pretrains_an_unseeded_learner_reproducibly(images):
     runs = [TDShap(small_estimator(random_state=None, epochs=1), "accuracy", k=10, n_min=10,
                    max_iter=0, random_state=3).fit(X, y, X_val, y_val).values_ for _ in "ab"]
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_bad_hyper_parameters_are_refused_before_the_pretraining(images, monkeypatch):
+    # a subset fit's epochs=-1 or lr=inf failed (or trained to NaN) only after prepare had
+    # pretrained for pretrain_epochs; lr="0.1" failed on a comparison; random_state=-1 deep
+    # in numpy; random_state=1.5 was truncated; warm_start="no" was truthy
+    X, y, _, _ = images
+    monkeypatch.setattr("tdshap.torch.estimators.train_single",
+                        lambda *a, **k: pytest.fail("trained before checking"))
+    cases = [(dict(epochs=-1), "epochs=-1 must be a whole number"),
+             (dict(lr=float("inf")), "lr=inf must be a finite number > 0"),
+             (dict(lr="0.1"), "lr='0.1' must be a finite number > 0"),
+             (dict(weight_decay=float("inf")), "weight_decay=inf must be a finite number"),
+             (dict(random_state=-1), "random_state=-1 must be None, a whole number"),
+             (dict(random_state=1.5), "random_state=1.5 must be None, a whole number"),
+             (dict(input_dtype="int"), "input_dtype='int' must be one of")]
+    for warm in (True, False):
+        for params, message in cases:
+            with pytest.raises(ValueError, match=message):
+                small_estimator(warm_start=warm, **params).prepare(X, y)
+    with pytest.raises(TypeError, match="warm_start='no' must be True or False"):
+        small_estimator(warm_start="no").prepare(X, y)

@@ -37,7 +37,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from torch import nn
 
-from tdshap._validation import as_features, as_pair
+from tdshap._validation import as_features, as_pair, check_flags, check_random_state
 from tdshap.torch.head import check_head, representation
 from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
 from tdshap.utility.warm_start import Pretrained, Stopwatch
@@ -49,6 +49,8 @@ _DTYPES = {"float32": torch.float32, "long": torch.long}
 def _seed_of(random_state: Any) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, np.random.BitGenerator | np.random.SeedSequence):
+        random_state = np.random.default_rng(random_state)  # taken by check_random_state
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**32))
     return int(random_state)
@@ -162,7 +164,15 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         return self.module
 
     def _check(self) -> None:
+        """Every parameter, checked before any data are touched or any training starts."""
         self._factory()
+        check_flags(warm_start=self.warm_start)
+        check_random_state(self.random_state)
+        if self.input_dtype not in _DTYPES:
+            raise ValueError(f"input_dtype={self.input_dtype!r} must be one of {list(_DTYPES)}.")
+        resolve_device(self.device)
+        self.schedule(pretrain=True)  # Schedule checks epochs, lr, ...: a bad fit's epochs
+        self.schedule(pretrain=False)  # failed only after the whole pretraining
         if self.init_from is not None and not isinstance(self.init_from, Pretrained):
             raise ValueError("init_from must be None or a Pretrained (set by prepare()).")
         if self.batched not in (True, False, "auto"):

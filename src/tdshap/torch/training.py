@@ -87,8 +87,14 @@ class Schedule:
             low = 1 if name == "batch_size" else 0
             if not isinstance(value, int | np.integer) or value < low:
                 raise ValueError(f"{name}={value!r} must be a whole number >= {low}.")
-        if not self.lr > 0 or not self.weight_decay >= 0:
-            raise ValueError("lr must be > 0 and weight_decay >= 0.")
+        for name in ("lr", "weight_decay"):
+            value = getattr(self, name)
+            # inf passed "> 0" and trained to NaN weights; a string failed on the comparison
+            finite = isinstance(value, int | float | np.integer | np.floating) and not \
+                isinstance(value, bool) and bool(np.isfinite(value))
+            if not finite or not (value > 0 if name == "lr" else value >= 0):
+                bound = "> 0" if name == "lr" else ">= 0"
+                raise ValueError(f"{name}={value!r} must be a finite number {bound}.")
 
     def steps_per_epoch(self, n_rows: int) -> int:
         return math.ceil(n_rows / self.batch_size)
