@@ -353,3 +353,23 @@ def test_bad_hyper_parameters_are_refused_before_the_pretraining(images, monkeyp
                 small_estimator(warm_start=warm, **params).prepare(X, y)
     with pytest.raises(TypeError, match="warm_start='no' must be True or False"):
         small_estimator(warm_start="no").prepare(X, y)
+
+
+def test_devices_that_are_not_or_that_this_machine_lacks_are_refused_by_name(images):
+    # torch failed after the module was built: "Torch not compiled with CUDA enabled"
+    # (AssertionError), "Expected one of cpu, cuda, ..." (RuntimeError), a TypeError for None
+    X, y, _, _ = images
+    bad = [("garbage", "is not a device"), (None, "is not a device"),
+           (5, "is not a device")]
+    if not torch.cuda.is_available():
+        bad.append(("cuda", "finds no CUDA GPU"))
+    else:
+        bad.append((f"cuda:{torch.cuda.device_count()}", "pick one of them"))
+    if not torch.backends.mps.is_available():
+        bad.append(("mps", "MPS backend is not available"))
+    for device, message in bad:
+        with pytest.raises(ValueError, match=message):
+            resolve_device(device)
+        with pytest.raises(ValueError, match=message):
+            small_estimator(device=device).prepare(X, y)
+    assert resolve_device(torch.device("cpu")).type == "cpu"

@@ -39,10 +39,35 @@ _ADAM_EPS = 1e-8
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"``: CUDA when present, else the CPU; anything else as given."""
+    """``"auto"``: CUDA when present, else the CPU; anything else as given.
+
+    A device that is not one (``"garbage"``, ``None``), or one this machine lacks
+    (``"cuda"`` without a GPU, ``"cuda:3"`` with one, ``"mps"`` off a Mac), is refused
+    here: torch failed later, after the module was built, with an assertion or a
+    RuntimeError that did not say which parameter to change.
+    """
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    fix = ("device must be 'auto' (CUDA when available), 'cpu', 'cuda', 'cuda:<index>' or "
+           "a torch.device")
+    if not isinstance(device, str | torch.device):
+        raise ValueError(f"device={device!r} is not a device: {fix}.")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ValueError(f"device={device!r} is not a device: {fix}.") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device={device!r}, but torch finds no CUDA GPU here: use "
+                             "device='cpu' (or 'auto', which takes a GPU when there is one).")
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"device={device!r}, but torch finds {count} CUDA GPU(s) "
+                             f"(cuda:0 to cuda:{count - 1}): pick one of them, or 'auto'.")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device={device!r}, but Apple's MPS backend is not available "
+                         "here: use device='cpu' or 'auto'.")
+    return dev
 
 
 @dataclass(frozen=True)
