@@ -373,3 +373,50 @@ def test_devices_that_are_not_or_that_this_machine_lacks_are_refused_by_name(ima
         with pytest.raises(ValueError, match=message):
             small_estimator(device=device).prepare(X, y)
     assert resolve_device(torch.device("cpu")).type == "cpu"
+
+
+def test_modules_that_do_not_fit_the_rows_or_the_classes_are_refused(images):
+    # a built network was called with n_classes as its input (TypeError inside torch); a
+    # network of 5 outputs for 3 classes trained and predicted classes that do not exist
+    # (IndexError in the batched utility); images of another size failed in a matmul
+    X, y, X_val, y_val = images
+    with pytest.raises(ValueError, match="module is a built network"):
+        small_estimator(module=tiny_cnn(3)).fit(X, y)
+    with pytest.raises(ValueError, match=r"module\(3\) returned NoneType"):
+        small_estimator(module=lambda n: None).fit(X, y)
+    with pytest.raises(ValueError, match=r"returned \(1, 5\) for 1 row\(s\), not class "
+                                         r"scores of shape \(1, 3\)"):
+        small_estimator(module=lambda n: tiny_cnn(5)).fit(X, y)
+    with pytest.raises(ValueError, match=r"returned \(1, 2\)"):
+        small_estimator(module=lambda n: tiny_cnn(2)).prepare(X, y)
+    prepared = small_estimator(module=lambda n: tiny_cnn(5), warm_start=False,
+                               max_models=2).prepare(X[:6], y[:6])
+    with pytest.raises(ValueError, match=r"returned \(1, 5\)"):
+        BatchedTorchUtility(prepared, "accuracy", X[:6], y[:6], X_val, y_val)
+    big = np.zeros((6, 1, 12, 12))
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(1, 12, 12\)"):
+        small_estimator().fit(big, y[:6])
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(3, 8, 8\)"):
+        small_estimator().fit(np.repeat(X, 3, axis=1), y)
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(1, 12, 12\)"):
+        small_estimator(warm_start=False).prepare(X, y).set_params(classes=[0, 1, 2]).embed(
+            big)
+
+
+def test_token_ids_past_the_vocabulary_negative_or_fractional_are_refused():
+    # an id past the embedding failed deep in torch (IndexError "index out of range in
+    # self"), even in a late row; 2.7 was truncated to id 2 without a word
+    ids, y = _token_ids(6)
+    est = TorchClassifier(module=_PooledTokens, epochs=1, batch_size=4, device="cpu",
+                          input_dtype="long", random_state=0)
+    late = ids.copy()
+    late[-1, 0] = 20  # the vocabulary is 0..19
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(6,\) \(index out"):
+        clone(est).fit(late, y)
+    for bad, message in [(-1, "negative token id"), (2.7, "fractional values")]:
+        wrong = ids.astype(float)
+        wrong[5, 1] = bad
+        with pytest.raises(ValueError, match=message):
+            clone(est).fit(wrong, y)
+        with pytest.raises(ValueError, match=message):
+            clone(est).fit(ids, y).predict(wrong)
