@@ -420,3 +420,9 @@ def test_token_ids_past_the_vocabulary_negative_or_fractional_are_refused():
             clone(est).fit(wrong, y)
         with pytest.raises(ValueError, match=message):
             clone(est).fit(ids, y).predict(wrong)
+
+
+def test_predict_before_fit_says_to_fit(images):
+    # predict read classes_ first: AttributeError, not the "call fit" of predict_proba
+    with pytest.raises(ValueError, match="needs a fitted classifier"):
+        small_estimator().predict(images[0])

@@ -463,4 +463,5 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class of every row of ``X`` (checked by :meth:`predict_proba`)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # first: before fit it says so, not AttributeError
+        return self.classes_[np.argmax(proba, axis=1)]
