@@ -49,3 +49,20 @@ def test_fine_tuning_from_the_pretrained_encoder_is_seeded():
     key = "encoder.embeddings.word_embeddings.weight"
     assert not torch.equal(encoder[key], pretrained[key])  # pretraining moved the encoder
     assert torch.allclose(encoder[key], pretrained[key], atol=1e-2)  # ...from MiniLM's weights
+
+
+def test_tokenize_refuses_what_is_not_texts_or_a_length(tmp_path):
+    # one string became its characters, None the text "None"; max_length 0 or 1 gave 3
+    # columns and -1 an OverflowError inside the tokenizer; [] an IndexError inside it
+    for texts, message in [("hello world", "single text"), (["hi", None], r"texts\[1\] is None"),
+                           ([b"hi"], r"\(bytes\)"), (["\udcff"], "not valid Unicode")]:
+        with pytest.raises(ValueError, match=message):
+            text.tokenize(texts, max_length=8)
+    for length in (0, 1, -1, float("nan"), 2.5):
+        with pytest.raises(ValueError, match=r"max_length=.* must be a whole number >= 2"):
+            text.tokenize(["hi"], max_length=length)
+    assert text.tokenize(["hi"], max_length=2).shape == (1, 2)
+    empty = text.tokenize([], max_length=8)
+    assert empty.shape == (0, 8) and empty.dtype == np.int64
+    with pytest.raises(ValueError, match="is not a folder"):
+        text.tokenize(["hi"], path=tmp_path / "missing")

@@ -331,3 +331,98 @@ def test_a_seeded_valuation_pretrains_an_unseeded_learner_reproducibly(images):
     runs = [TDShap(small_estimator(random_state=None, epochs=1), "accuracy", k=10, n_min=10,
                    max_iter=0, random_state=3).fit(X, y, X_val, y_val).values_ for _ in "ab"]
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_bad_hyper_parameters_are_refused_before_the_pretraining(images, monkeypatch):
+    # a subset fit's epochs=-1 or lr=inf failed (or trained to NaN) only after prepare had
+    # pretrained for pretrain_epochs; lr="0.1" failed on a comparison; random_state=-1 deep
+    # in numpy; random_state=1.5 was truncated; warm_start="no" was truthy
+    X, y, _, _ = images
+    monkeypatch.setattr("tdshap.torch.estimators.train_single",
+                        lambda *a, **k: pytest.fail("trained before checking"))
+    cases = [(dict(epochs=-1), "epochs=-1 must be a whole number"),
+             (dict(lr=float("inf")), "lr=inf must be a finite number > 0"),
+             (dict(lr="0.1"), "lr='0.1' must be a finite number > 0"),
+             (dict(weight_decay=float("inf")), "weight_decay=inf must be a finite number"),
+             (dict(random_state=-1), "random_state=-1 must be None, a whole number"),
+             (dict(random_state=1.5), "random_state=1.5 must be None, a whole number"),
+             (dict(input_dtype="int"), "input_dtype='int' must be one of")]
+    for warm in (True, False):
+        for params, message in cases:
+            with pytest.raises(ValueError, match=message):
+                small_estimator(warm_start=warm, **params).prepare(X, y)
+    with pytest.raises(TypeError, match="warm_start='no' must be True or False"):
+        small_estimator(warm_start="no").prepare(X, y)
+
+
+def test_devices_that_are_not_or_that_this_machine_lacks_are_refused_by_name(images):
+    # torch failed after the module was built: "Torch not compiled with CUDA enabled"
+    # (AssertionError), "Expected one of cpu, cuda, ..." (RuntimeError), a TypeError for None
+    X, y, _, _ = images
+    bad = [("garbage", "is not a device"), (None, "is not a device"),
+           (5, "is not a device")]
+    if not torch.cuda.is_available():
+        bad.append(("cuda", "finds no CUDA GPU"))
+    else:
+        bad.append((f"cuda:{torch.cuda.device_count()}", "pick one of them"))
+    if not torch.backends.mps.is_available():
+        bad.append(("mps", "MPS backend is not available"))
+    for device, message in bad:
+        with pytest.raises(ValueError, match=message):
+            resolve_device(device)
+        with pytest.raises(ValueError, match=message):
+            small_estimator(device=device).prepare(X, y)
+    assert resolve_device(torch.device("cpu")).type == "cpu"
+
+
+def test_modules_that_do_not_fit_the_rows_or_the_classes_are_refused(images):
+    # a built network was called with n_classes as its input (TypeError inside torch); a
+    # network of 5 outputs for 3 classes trained and predicted classes that do not exist
+    # (IndexError in the batched utility); images of another size failed in a matmul
+    X, y, X_val, y_val = images
+    with pytest.raises(ValueError, match="module is a built network"):
+        small_estimator(module=tiny_cnn(3)).fit(X, y)
+    with pytest.raises(ValueError, match=r"module\(3\) returned NoneType"):
+        small_estimator(module=lambda n: None).fit(X, y)
+    with pytest.raises(ValueError, match=r"returned \(1, 5\) for 1 row\(s\), not class "
+                                         r"scores of shape \(1, 3\)"):
+        small_estimator(module=lambda n: tiny_cnn(5)).fit(X, y)
+    with pytest.raises(ValueError, match=r"returned \(1, 2\)"):
+        small_estimator(module=lambda n: tiny_cnn(2)).prepare(X, y)
+    prepared = small_estimator(module=lambda n: tiny_cnn(5), warm_start=False,
+                               max_models=2).prepare(X[:6], y[:6])
+    with pytest.raises(ValueError, match=r"returned \(1, 5\)"):
+        BatchedTorchUtility(prepared, "accuracy", X[:6], y[:6], X_val, y_val)
+    big = np.zeros((6, 1, 12, 12))
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(1, 12, 12\)"):
+        small_estimator().fit(big, y[:6])
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(3, 8, 8\)"):
+        small_estimator().fit(np.repeat(X, 3, axis=1), y)
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(1, 12, 12\)"):
+        small_estimator(warm_start=False).prepare(X, y).set_params(classes=[0, 1, 2]).embed(
+            big)
+
+
+def test_token_ids_past_the_vocabulary_negative_or_fractional_are_refused():
+    # an id past the embedding failed deep in torch (IndexError "index out of range in
+    # self"), even in a late row; 2.7 was truncated to id 2 without a word
+    ids, y = _token_ids(6)
+    est = TorchClassifier(module=_PooledTokens, epochs=1, batch_size=4, device="cpu",
+                          input_dtype="long", random_state=0)
+    late = ids.copy()
+    late[-1, 0] = 20  # the vocabulary is 0..19
+    with pytest.raises(ValueError, match=r"cannot take rows of shape \(6,\) \(index out"):
+        clone(est).fit(late, y)
+    for bad, message in [(-1, "negative token id"), (2.7, "fractional values")]:
+        wrong = ids.astype(float)
+        wrong[5, 1] = bad
+        with pytest.raises(ValueError, match=message):
+            clone(est).fit(wrong, y)
+        with pytest.raises(ValueError, match=message):
+            clone(est).fit(ids, y).predict(wrong)
+
+
+def test_predict_before_fit_says_to_fit(images):
+    # predict read classes_ first: AttributeError, not the "call fit" of predict_proba
+    with pytest.raises(ValueError, match="needs a fitted classifier"):
+        small_estimator().predict(images[0])

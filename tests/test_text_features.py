@@ -218,3 +218,50 @@ def test_bench_livedoor_tfidf_rule_and_tdoob_on_a_tiny_corpus(tmp_path, monkeypa
     assert "Thresholding Data-OOB" in (out / "summary.md").read_text()
     again = CliRunner().invoke(bench_livedoor, args)  # the paper's rule: another folder
     assert again.exit_code != 0 and "another setting" in again.output
+
+
+def test_texts_that_are_not_a_list_of_strings_are_refused_by_position(tmp_path):
+    # str() embedded None, NaN and bytes as the texts "None", "nan" and "b'..'", one
+    # string was read as its characters, a lone surrogate failed inside the hashing
+    docs = ["the cat sat", "a dog ran", "cats and dogs"]
+    cases = [("hello world", "texts is a single text"),
+             ([*docs, None], r"texts\[3\] is None .*fillna"),
+             ([*docs, float("nan")], r"texts\[3\] is nan .*fillna"),
+             ([*docs, b"\xff"], r"texts\[3\] is b'\\xff' \(bytes\).*decode"),
+             ([*docs, 5], r"texts\[3\] is 5 \(int\)"),
+             ([*docs, "bad \udcff"], r"texts\[3\] holds a character that is not valid")]
+    cache = EmbeddingCache(tmp_path, "m")
+    for texts, message in cases:
+        with pytest.raises(ValueError, match=message):
+            text_keys(texts)
+        with pytest.raises(ValueError, match=message):
+            cache.embed(texts, lambda t: pytest.fail("encoded"))
+        with pytest.raises(ValueError, match=message.replace("texts", "train", 1)):
+            tfidf_lsa(texts)
+        with pytest.raises(ValueError, match=message.replace("texts", r"others\[0\]", 1)):
+            tfidf_lsa(docs, texts)
+    assert len(cache) == 0 and not (tmp_path / "m.npz").exists()
+    with pytest.raises(ValueError, match="n_components=0 must be a whole number >= 1"):
+        tfidf_lsa(docs, n_components=0)  # was taken as 1
+    with pytest.raises(ValueError, match="n_components=nan"):
+        tfidf_lsa(docs, n_components=float("nan"))
+
+
+def test_cache_refuses_bad_vectors_names_and_folders_before_encoding(tmp_path):
+    # NaN vectors were stored and returned for those texts from then on; a NUL in the name
+    # or a file as the folder failed only at the first save, after a chunk was encoded
+    with pytest.raises(ValueError, match="NaN or infinite values; nothing was stored"):
+        EmbeddingCache(tmp_path, "n").embed(["a"], lambda t: np.full((len(t), 2), np.nan))
+    assert not (tmp_path / "n.npz").exists()
+    with pytest.raises(ValueError, match="encode returned no numeric vectors"):
+        EmbeddingCache(tmp_path, "o").embed(["a"], lambda t: [["x", "y"]])
+    for name in ("a\0b", "a\nb", 5):
+        with pytest.raises(ValueError, match="plain file name"):
+            EmbeddingCache(tmp_path, name)
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        EmbeddingCache(tmp_path / "f", "m")
+    for chunk in (0, "x", 1.5):
+        with pytest.raises(ValueError, match=r"chunk=.* must be a whole number >= 1"):
+            EmbeddingCache(tmp_path, "c").embed(["a"], lambda t: np.ones((len(t), 2)),
+                                                chunk=chunk)

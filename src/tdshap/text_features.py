@@ -36,15 +36,51 @@ from typing import Any
 import numpy as np
 
 from tdshap._io import atomic_write_bytes, unpacked_size_problem
+from tdshap._validation import check_number, shown
 
 ENCODERS = ("e5", "tfidf")
 E5_MAX_CHARS = 256
 E5_DIM = 384
 
 
+def as_texts(texts: Any, name: str = "texts") -> list[str]:
+    """``texts`` as a list of ``str``, or a ``ValueError`` naming the first that is not one.
+
+    One string is refused (it was read as a list of its characters), and so is an entry
+    that is not a string: ``str()`` made None, a missing NaN and bytes into the texts
+    "None", "nan" and "b'...'" and embedded those. A string that UTF-8 cannot hold (a lone
+    surrogate, from bytes decoded with ``errors="surrogateescape"``) failed inside the
+    hashing or the tokenizer.
+    """
+    if isinstance(texts, str | bytes):
+        raise ValueError(f"{name} is a single text ({shown(texts, 40)}), not a list of texts: "
+                         "pass [text] for one.")
+    try:
+        items = list(texts)
+    except TypeError:
+        raise ValueError(f"{name} must be a list (or array, or Series) of texts, got "
+                         f"{shown(texts)}.") from None
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            fix = ("decode it first (t.decode('utf-8', errors='replace'))"
+                   if isinstance(t, bytes | bytearray) else "fill in or drop the missing "
+                   "texts first (e.g. series.fillna(''))" if t is None or (
+                       isinstance(t, float) and t != t) else "convert it to text first")
+            raise ValueError(f"{name}[{i}] is {shown(t, 40)} ({type(t).__name__}), not a "
+                             f"text: {fix}.")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError(f"{name}[{i}] holds a character that is not valid Unicode (at "
+                             f"position {err.start}, a lone surrogate from bytes decoded with "
+                             "errors='surrogateescape'?): decode the bytes with "
+                             "errors='replace' instead.") from None
+    return items
+
+
 def text_keys(texts: Sequence[Any]) -> np.ndarray:
     """The SHA-256 hex digest of each text (UTF-8), as a fixed-width string array."""
-    return np.array([hashlib.sha256(str(t).encode("utf-8")).hexdigest() for t in texts],
+    return np.array([hashlib.sha256(t.encode("utf-8")).hexdigest() for t in as_texts(texts)],
                     dtype="<U64")
 
 
@@ -58,8 +94,13 @@ class EmbeddingCache:
     """
 
     def __init__(self, folder: str | os.PathLike[str], name: str) -> None:
-        if not name or any(c in name for c in "/\\") or name.startswith("."):
+        # a NUL or other control character failed only at the first save, after encoding
+        if not isinstance(name, str) or not name or name.startswith(".") or any(
+                c in "/\\" or not c.isprintable() for c in name):
             raise ValueError(f"cache name {name!r} must be a plain file name.")
+        if Path(folder).exists() and not Path(folder).is_dir():
+            # found only at the first save, after the first chunk had been embedded
+            raise ValueError(f"cache folder {folder} is a file, not a folder: give a folder.")
         self.file = Path(folder) / f"{name}.npz"
         self.keys, self.vectors = self._load()
 
@@ -100,6 +141,8 @@ class EmbeddingCache:
               chunk: int = 64, progress: Callable[[int, int], None] | None = None
               ) -> np.ndarray:
         """Vectors ``(len(texts), dim)`` (float32); ``encode`` maps a list of texts to rows."""
+        texts = as_texts(texts)
+        check_number(chunk, "chunk", low=1, integer=True)
         keys = text_keys(texts)
         index = {k: i for i, k in enumerate(self.keys)}
         missing: dict[str, str] = {}
@@ -109,9 +152,15 @@ class EmbeddingCache:
         todo = list(missing.items())
         for start in range(0, len(todo), max(1, int(chunk))):
             part = todo[start:start + max(1, int(chunk))]
-            rows = np.asarray(encode([t for _, t in part]), dtype=np.float32)
-            if rows.shape[0] != len(part) or rows.ndim != 2:
+            try:
+                rows = np.asarray(encode([t for _, t in part]), dtype=np.float32)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"encode returned no numeric vectors ({err}).") from None
+            if rows.ndim != 2 or rows.shape[0] != len(part):
                 raise ValueError(f"encode returned shape {rows.shape} for {len(part)} texts.")
+            if not np.isfinite(rows).all():  # else stored, and returned for these texts forever
+                raise ValueError("encode returned NaN or infinite values; nothing was stored "
+                                 f"for these texts in {self.file}.")
             new_keys = np.array([k for k, _ in part], dtype="<U64")
             if self.vectors is None:
                 self.vectors = rows
@@ -162,8 +211,8 @@ def e5_embed(texts: Sequence[Any], max_chars: int = E5_MAX_CHARS, threads: int =
              progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """multilingual-e5-small passage embeddings ``(n, 384)`` of the first ``max_chars``
     characters of each text; stored in ``cache`` (a folder) when given."""
-    if int(max_chars) < 1:
-        raise ValueError(f"max_chars={max_chars} must be at least 1.")
+    check_number(max_chars, "max_chars", low=1, integer=True)
+    texts = as_texts(texts)
     model = e5_model(threads)
 
     def encode(batch: list[str]) -> np.ndarray:
@@ -188,7 +237,9 @@ def tfidf_lsa(train: Sequence[Any], *others: Sequence[Any], n_components: int = 
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import normalize
 
-    docs = [str(t) for t in train]
+    check_number(n_components, "n_components", low=1, integer=True)
+    docs = as_texts(train, "train")
+    others = tuple(as_texts(o, f"others[{i}]") for i, o in enumerate(others))
     if len(docs) < 3:
         raise ValueError(f"tfidf_lsa needs at least 3 training texts, got {len(docs)}.")
     vec = TfidfVectorizer(analyzer="char", ngram_range=ngram_range, sublinear_tf=True,
@@ -196,5 +247,5 @@ def tfidf_lsa(train: Sequence[Any], *others: Sequence[Any], n_components: int = 
     counts = vec.fit_transform(docs)
     k = max(1, min(int(n_components), counts.shape[0] - 1, counts.shape[1] - 1))
     svd = TruncatedSVD(k, random_state=random_state).fit(counts)
-    parts = [counts, *(vec.transform([str(t) for t in o]) for o in others)]
+    parts = [counts, *(vec.transform(o) for o in others)]
     return [normalize(svd.transform(p)).astype(np.float32) for p in parts]

@@ -66,6 +66,7 @@ class BatchedTorchUtility(Utility):
             len(self.classes), est.fresh_state(len(self.classes), FitSeeds.from_seed(0)),
             self.device,
         )
+        est.check_output(self.template, self.X_t, len(self.classes))
 
     def evaluate_chain(self, prefix: np.ndarray, block: np.ndarray, seed: int,
                        truncation: Truncation | None = None) -> np.ndarray:

@@ -37,7 +37,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from torch import nn
 
-from tdshap._validation import as_features, as_pair
+from tdshap._validation import as_features, as_pair, check_flags, check_random_state
 from tdshap.torch.head import check_head, representation
 from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
 from tdshap.utility.warm_start import Pretrained, Stopwatch
@@ -49,6 +49,8 @@ _DTYPES = {"float32": torch.float32, "long": torch.long}
 def _seed_of(random_state: Any) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, np.random.BitGenerator | np.random.SeedSequence):
+        random_state = np.random.default_rng(random_state)  # taken by check_random_state
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**32))
     return int(random_state)
@@ -154,6 +156,13 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
     # -- configuration ---------------------------------------------------
     def _factory(self) -> ModuleFactory:
         """``module``, checked to be a factory ``module(n_classes) -> torch.nn.Module``."""
+        if isinstance(self.module, nn.Module):  # callable, but its call is the forward pass
+            raise ValueError(
+                f"module is a built network ({type(self.module).__name__} instance), not a "
+                "factory: pass its class or a function module(n_classes) -> torch.nn.Module "
+                f"(e.g. module=lambda n: My{type(self.module).__name__}(n)), as every fit "
+                "builds its own network."
+            )
         if self.module is None or not callable(self.module):
             raise ValueError(
                 "module must be a factory module(n_classes) -> torch.nn.Module, "
@@ -161,8 +170,24 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             )
         return self.module
 
+    def _new_module(self, n_classes: int) -> nn.Module:
+        """``module(n_classes)``, checked to be a ``torch.nn.Module``."""
+        module = self._factory()(n_classes)
+        if not isinstance(module, nn.Module):
+            raise ValueError(f"module({n_classes}) returned {type(module).__name__}, not a "
+                             "torch.nn.Module: the factory must build and return the network.")
+        return module
+
     def _check(self) -> None:
+        """Every parameter, checked before any data are touched or any training starts."""
         self._factory()
+        check_flags(warm_start=self.warm_start)
+        check_random_state(self.random_state)
+        if self.input_dtype not in _DTYPES:
+            raise ValueError(f"input_dtype={self.input_dtype!r} must be one of {list(_DTYPES)}.")
+        resolve_device(self.device)
+        self.schedule(pretrain=True)  # Schedule checks epochs, lr, ...: a bad fit's epochs
+        self.schedule(pretrain=False)  # failed only after the whole pretraining
         if self.init_from is not None and not isinstance(self.init_from, Pretrained):
             raise ValueError("init_from must be None or a Pretrained (set by prepare()).")
         if self.batched not in (True, False, "auto"):
@@ -258,13 +283,60 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         """``X`` as the module's input tensor, of ``input_dtype``."""
         if self.input_dtype not in _DTYPES:
             raise ValueError(f"input_dtype={self.input_dtype!r} must be one of {list(_DTYPES)}.")
-        return torch.as_tensor(np.asarray(X), device=device).to(_DTYPES[self.input_dtype])
+        arr = np.asarray(X)
+        if self.input_dtype == "long" and arr.size:
+            # the cast truncated 2.7 to id 2 without a word; a negative id indexed from the end
+            if arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):
+                raise ValueError("X holds fractional values, but input_dtype='long' takes "
+                                 "token ids (whole numbers): pass the ids of tokenize().")
+            if arr.min() < 0:
+                raise ValueError(f"X holds a negative token id ({arr.min():g}): token ids "
+                                 "are >= 0; pass the ids of tokenize().")
+        return torch.as_tensor(arr, device=device).to(_DTYPES[self.input_dtype])
+
+    @torch.no_grad()
+    def check_output(self, module: nn.Module, Xt: torch.Tensor, n_classes: int) -> None:
+        """Run ``module`` (eval mode) on a row or three of ``Xt``: rows the module cannot
+        take (images of another size or number of channels, token ids past its vocabulary)
+        and outputs that are not ``n_classes`` class scores are refused here, in one line
+        naming the fix. Otherwise they failed from deep inside torch at the first training
+        step or, with too many outputs, trained and predicted classes that do not exist."""
+        if len(Xt) == 0:
+            return
+        rows = [0]
+        if self.input_dtype == "long":  # the rows holding the smallest and largest id
+            flat = Xt.reshape(len(Xt), -1)
+            rows += [int(flat.min(1).values.argmin()), int(flat.max(1).values.argmax())]
+        shape = tuple(Xt.shape[1:])
+        was_training = module.training
+        module.eval()
+        try:
+            with torch.random.fork_rng(devices=[]):
+                out = module(Xt[rows])
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except (RuntimeError, IndexError) as err:
+            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ValueError(
+                f"the module cannot take rows of shape {shape} ({detail}): pass X shaped as "
+                "the module expects (e.g. N x C x H x W images of its size and number of "
+                "channels, token ids within its vocabulary), or a module built for these "
+                "rows.") from None
+        finally:
+            module.train(was_training)
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (len(rows), n_classes):
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(
+                f"the module returned {got} for {len(rows)} row(s), not class scores of shape "
+                f"({len(rows)}, {n_classes}): y has {n_classes} classes, so module(n_classes) "
+                f"must build a network with {n_classes} outputs (module({n_classes}) was "
+                "called).")
 
     def fresh_state(self, n_classes: int, seeds: FitSeeds) -> dict[str, torch.Tensor]:
         """A fresh random initialisation, seeded by ``seeds.init`` (global RNG untouched)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seeds.init)
-            return {k: t.detach() for k, t in self._factory()(n_classes).state_dict().items()}
+            return {k: t.detach() for k, t in self._new_module(n_classes).state_dict().items()}
 
     def initial_state(self, n_classes: int, seeds: FitSeeds) -> dict[str, torch.Tensor]:
         """Where a fit starts: the pretrained weights, or a fresh initialisation."""
@@ -276,7 +348,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
     def build_module(self, n_classes: int, state: dict[str, torch.Tensor],
                      device: torch.device) -> nn.Module:
         with torch.random.fork_rng(devices=[]):  # the factory's own init is overwritten
-            module = self._factory()(n_classes)
+            module = self._new_module(n_classes)
         module.load_state_dict(state)
         return module.to(device)
 
@@ -289,6 +361,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             n_classes, seeds)
         module = self.build_module(len(classes), state, device)
         Xt = self.input_tensor(X, device)
+        self.check_output(module, Xt, n_classes)
         yt = torch.as_tensor(np.searchsorted(classes, np.asarray(y)), device=device)
         steps = train_single(module, Xt, yt, np.arange(len(yt)), self.schedule(pretrain), seeds)
         return module, steps
@@ -336,8 +409,11 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             state = self.initial_state(n_classes, FitSeeds.from_seed(_seed_of(self.random_state)))
             module = self.build_module(n_classes, state, resolve_device(self.device))
         device = next(module.parameters()).device
+        Xt = self.input_tensor(X, device)
         with self._module_takes(X):
-            return representation(module, self.input_tensor(X, device))
+            if not hasattr(self, "module_"):  # fitted rows were checked by fit and _inputs
+                self.check_output(module, Xt, len(self.classes))
+            return representation(module, Xt)
 
     @property
     def utility_class(self) -> Callable[..., Any]:
@@ -387,4 +463,5 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class of every row of ``X`` (checked by :meth:`predict_proba`)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # first: before fit it says so, not AttributeError
+        return self.classes_[np.argmax(proba, axis=1)]

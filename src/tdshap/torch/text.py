@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from tdshap._validation import check_number
+from tdshap.text_features import as_texts
 from tdshap.torch.estimators import TorchClassifier
 
 PAD_ID = 0  # [PAD] in BERT WordPiece vocabularies
@@ -65,9 +67,22 @@ def _pretrained(path: str) -> nn.Module:
 
 def tokenize(texts: Any, max_length: int = MAX_LENGTH, path: str | Path | None = None
              ) -> np.ndarray:
-    """Token ids ``(n, max_length)`` (int64; truncated, padded with ``[PAD]`` = 0)."""
+    """Token ids ``(n, max_length)`` (int64; truncated, padded with ``[PAD]`` = 0).
+
+    ``texts`` is a list of strings (one string, None, NaN or bytes is refused: ``str()``
+    tokenised one text as its characters and None as "None"); ``max_length`` holds the
+    ``[CLS]`` and ``[SEP]`` tokens, so it is at least 2 (the tokenizer gave 3 columns
+    for 0 or 1, and failed inside for -1).
+    """
+    check_number(max_length, "max_length", low=2, integer=True)
+    texts = as_texts(texts)
+    if path is not None and not Path(path).is_dir():  # the tokenizer took it for a hub name
+        raise ValueError(f"path={str(path)!r} is not a folder: give the folder of a saved "
+                         "tokenizer, or None for the offline MiniLM's.")
+    if not texts:  # the tokenizer failed on an empty batch (IndexError)
+        return np.empty((0, int(max_length)), dtype=np.int64)
     tok = _tokenizer(str(path or model_dir()))
-    enc = tok([str(t) for t in texts], padding="max_length", truncation=True,
+    enc = tok(texts, padding="max_length", truncation=True,
               max_length=int(max_length), return_tensors="np")
     return enc["input_ids"].astype(np.int64)
 

@@ -39,10 +39,35 @@ _ADAM_EPS = 1e-8
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"``: CUDA when present, else the CPU; anything else as given."""
+    """``"auto"``: CUDA when present, else the CPU; anything else as given.
+
+    A device that is not one (``"garbage"``, ``None``), or one this machine lacks
+    (``"cuda"`` without a GPU, ``"cuda:3"`` with one, ``"mps"`` off a Mac), is refused
+    here: torch failed later, after the module was built, with an assertion or a
+    RuntimeError that did not say which parameter to change.
+    """
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    fix = ("device must be 'auto' (CUDA when available), 'cpu', 'cuda', 'cuda:<index>' or "
+           "a torch.device")
+    if not isinstance(device, str | torch.device):
+        raise ValueError(f"device={device!r} is not a device: {fix}.")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ValueError(f"device={device!r} is not a device: {fix}.") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device={device!r}, but torch finds no CUDA GPU here: use "
+                             "device='cpu' (or 'auto', which takes a GPU when there is one).")
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"device={device!r}, but torch finds {count} CUDA GPU(s) "
+                             f"(cuda:0 to cuda:{count - 1}): pick one of them, or 'auto'.")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device={device!r}, but Apple's MPS backend is not available "
+                         "here: use device='cpu' or 'auto'.")
+    return dev
 
 
 @dataclass(frozen=True)
@@ -87,8 +112,14 @@ class Schedule:
             low = 1 if name == "batch_size" else 0
             if not isinstance(value, int | np.integer) or value < low:
                 raise ValueError(f"{name}={value!r} must be a whole number >= {low}.")
-        if not self.lr > 0 or not self.weight_decay >= 0:
-            raise ValueError("lr must be > 0 and weight_decay >= 0.")
+        for name in ("lr", "weight_decay"):
+            value = getattr(self, name)
+            # inf passed "> 0" and trained to NaN weights; a string failed on the comparison
+            finite = isinstance(value, int | float | np.integer | np.floating) and not \
+                isinstance(value, bool) and bool(np.isfinite(value))
+            if not finite or not (value > 0 if name == "lr" else value >= 0):
+                bound = "> 0" if name == "lr" else ">= 0"
+                raise ValueError(f"{name}={value!r} must be a finite number {bound}.")
 
     def steps_per_epoch(self, n_rows: int) -> int:
         return math.ceil(n_rows / self.batch_size)
