@@ -632,8 +632,8 @@ def one_line_errors(work: Callable[[], None]) -> None:
         except ValueError as err:
             # the message already names the problem and the fix; no traceback
             message = _flags(err)
-        except BrokenPipeError:  # said "cannot read or write: Broken pipe", after the
-            # outputs were published as often as before
+        except BrokenPipeError:  # `| head` closed the output: it said "cannot read or
+            # write: Broken pipe", also when the outputs had been published whole
             message = ("the output was closed while the run printed to it (a pipe into "
                        "`head`?): it stopped there; an output folder it had written is whole, "
                        "or untouched if it had not.")

@@ -563,9 +563,8 @@ class KNNShapley(DirectValuation):
             w = np.asarray(y, dtype=float)[order]
             t = np.asarray(yv, dtype=float)[:, None]
             # the linear game's values are linear in its weights: one game of 2 t w - w² / k
-            linear = linear_knn_shapley(2 * t * w - w * w / k, k)
-            linear -= 2 * pair_knn_shapley(w, k) / k**2
-            phi = linear
+            phi = linear_knn_shapley(2 * t * w - w * w / k, k)
+            phi -= 2 * pair_knn_shapley(w, k) / k**2
         return order, phi
 
 
@@ -646,7 +645,7 @@ def _rank(dist: np.ndarray) -> np.ndarray:
             np.take(row, order[i], out=ranked[i])
         return (ranked[:, 1:] == ranked[:, :-1]).any(axis=1)
 
-    probe = len(dist[:_TIE_PROBE_ROWS])
+    probe = min(len(dist), _TIE_PROBE_ROWS)
     order = np.empty(dist.shape, dtype=np.intp)
     order[:probe] = np.argsort(dist[:probe], axis=1)
     redo = tied(order[:probe], dist[:probe])
