@@ -510,6 +510,41 @@ def names(columns: Any, limit: int | None = None) -> str:
                      ) + (", ..." if limit is not None and len(columns) > limit else "")
 
 
+def as_texts(texts: Any, name: str = "texts") -> list[str]:
+    """``texts`` as a list of ``str``, or a ``ValueError`` naming the first that is not one.
+
+    One string is refused (it was read as a list of its characters), and so is an entry
+    that is not a string: ``str()`` made None, a missing NaN and bytes into the texts
+    "None", "nan" and "b'...'" and embedded those. A string that UTF-8 cannot hold (a lone
+    surrogate, from bytes decoded with ``errors="surrogateescape"``) failed inside the
+    hashing or the tokenizer.
+    """
+    if isinstance(texts, str | bytes):
+        raise ValueError(f"{name} is a single text ({shown(texts, 40)}), not a list of texts: "
+                         "pass [text] for one.")
+    try:
+        items = list(texts)
+    except TypeError:
+        raise ValueError(f"{name} must be a list (or array, or Series) of texts, got "
+                         f"{shown(texts)}.") from None
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            fix = ("decode it first (t.decode('utf-8', errors='replace'))"
+                   if isinstance(t, bytes | bytearray) else "fill in or drop the missing "
+                   "texts first (e.g. series.fillna(''))" if t is None or (
+                       isinstance(t, float) and t != t) else "convert it to text first")
+            raise ValueError(f"{name}[{i}] is {shown(t, 40)} ({type(t).__name__}), not a "
+                             f"text: {fix}.")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError(f"{name}[{i}] holds a character that is not valid Unicode (at "
+                             f"position {err.start}, a lone surrogate from bytes decoded with "
+                             "errors='surrogateescape'?): decode the bytes with "
+                             "errors='replace' instead.") from None
+    return items
+
+
 def plain_value(value: Any) -> Any:
     """A numpy scalar as the Python value it holds (its repr is what a user wrote)."""
     return value.item() if isinstance(value, np.generic) else value

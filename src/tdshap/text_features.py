@@ -36,46 +36,11 @@ from typing import Any
 import numpy as np
 
 from tdshap._io import atomic_write_bytes, unpacked_size_problem
-from tdshap._validation import check_number, shown
+from tdshap._validation import as_texts, check_number
 
 ENCODERS = ("e5", "tfidf")
 E5_MAX_CHARS = 256
 E5_DIM = 384
-
-
-def as_texts(texts: Any, name: str = "texts") -> list[str]:
-    """``texts`` as a list of ``str``, or a ``ValueError`` naming the first that is not one.
-
-    One string is refused (it was read as a list of its characters), and so is an entry
-    that is not a string: ``str()`` made None, a missing NaN and bytes into the texts
-    "None", "nan" and "b'...'" and embedded those. A string that UTF-8 cannot hold (a lone
-    surrogate, from bytes decoded with ``errors="surrogateescape"``) failed inside the
-    hashing or the tokenizer.
-    """
-    if isinstance(texts, str | bytes):
-        raise ValueError(f"{name} is a single text ({shown(texts, 40)}), not a list of texts: "
-                         "pass [text] for one.")
-    try:
-        items = list(texts)
-    except TypeError:
-        raise ValueError(f"{name} must be a list (or array, or Series) of texts, got "
-                         f"{shown(texts)}.") from None
-    for i, t in enumerate(items):
-        if not isinstance(t, str):
-            fix = ("decode it first (t.decode('utf-8', errors='replace'))"
-                   if isinstance(t, bytes | bytearray) else "fill in or drop the missing "
-                   "texts first (e.g. series.fillna(''))" if t is None or (
-                       isinstance(t, float) and t != t) else "convert it to text first")
-            raise ValueError(f"{name}[{i}] is {shown(t, 40)} ({type(t).__name__}), not a "
-                             f"text: {fix}.")
-        try:
-            t.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise ValueError(f"{name}[{i}] holds a character that is not valid Unicode (at "
-                             f"position {err.start}, a lone surrogate from bytes decoded with "
-                             "errors='surrogateescape'?): decode the bytes with "
-                             "errors='replace' instead.") from None
-    return items
 
 
 def text_keys(texts: Sequence[Any]) -> np.ndarray:

@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tdshap._validation import check_number
-from tdshap.text_features import as_texts
+from tdshap._validation import as_texts, check_number
 from tdshap.torch.estimators import TorchClassifier
 
 PAD_ID = 0  # [PAD] in BERT WordPiece vocabularies
