@@ -13,7 +13,7 @@ form to Data-OOB. The values do not depend on the timing; to compare two version
 code, run this with each one's ``src`` on ``PYTHONPATH``, one after the other (the
 machine's load moves these figures more than small changes do).
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python \\
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:. .venv/bin/python \\
         benchmarks/knn_shapley_speed.py --sizes 300 900 3000
 """
 
@@ -22,37 +22,28 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 from datetime import date
-from typing import Any
+from functools import partial
 
 import numpy as np
 from sklearn.datasets import make_classification, make_regression
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
+from benchmarks.detection import NOISE, plant_labels, plant_targets
+from benchmarks.rank_sort import best_seconds
 from tdshap.methods import DataOOB, KNNShapley
 
 
-def best_seconds(model: Any, data: tuple[np.ndarray, ...], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model.fit(*data)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def noisy_split(n: int, classification: bool) -> tuple[np.ndarray, ...]:
-    """N training rows with 10% of their labels (targets) moved, N/2 validation rows."""
+    """N training rows with 10% of their labels (targets) moved as ``detection.py`` moves
+    them, N/2 validation rows."""
     rng = np.random.default_rng(n)
     if classification:
         X, y = make_classification(2 * n, 10, n_informative=5, n_classes=3, random_state=n)
+        y_train, _ = plant_labels(y[:n], NOISE, rng)
     else:
         X, y = make_regression(2 * n, 8, noise=10.0, random_state=n)
-    y_train = y[:n].copy()
-    moved = rng.choice(n, n // 10, replace=False)
-    y_train[moved] = (y_train[moved] + 1) % 3 if classification else (
-        y_train[moved] + 3.0 * y.std() * rng.choice([-1.0, 1.0], len(moved)))
+        y_train, _ = plant_targets(y[:n], NOISE, rng)
     return X[:n], y_train, X[n:n + n // 2], y[n:n + n // 2]
 
 
@@ -72,8 +63,8 @@ def main() -> None:
             closed = KNNShapley(knn, queries="both", random_state=0) if classification \
                 else KNNShapley(knn, queries="training", query_clip=1.0)
             oob = DataOOB(knn, n_estimators=200, random_state=0)
-            ours = best_seconds(closed, data, args.repeats)
-            peer = best_seconds(oob, data, args.repeats)
+            ours = best_seconds(partial(closed.fit, *data), args.repeats)
+            peer = best_seconds(partial(oob.fit, *data), args.repeats)
             task = "classification" if classification else "regression"
             print(f"| {n:,} | {task} | {ours:.3f} | {peer:.3f} | {ours / peer:.2f} |",
                   flush=True)

@@ -203,7 +203,6 @@ def check_exact_as_floats(column: pd.Series, floats: pd.Series, what: str) -> No
             "it is a code, write it as text (e.g. with a letter before it).")
 
 
-
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
@@ -505,8 +504,8 @@ def names(columns: Any, limit: int | None = None) -> str:
     """Column names for a message, comma-separated, each :func:`printable` and cut to
     ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more."""
     columns = list(columns)
-    shown = [printable(c) for c in (columns if limit is None else columns[:limit])]
-    return ", ".join(c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + "..." for c in shown
+    texts = [printable(c) for c in (columns if limit is None else columns[:limit])]
+    return ", ".join(c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + "..." for c in texts
                      ) + (", ..." if limit is not None and len(columns) > limit else "")
 
 

@@ -115,8 +115,8 @@ class EmbeddingCache:
             if k not in index and k not in missing:
                 missing[k] = str(t)
         todo = list(missing.items())
-        for start in range(0, len(todo), max(1, int(chunk))):
-            part = todo[start:start + max(1, int(chunk))]
+        for start in range(0, len(todo), int(chunk)):
+            part = todo[start:start + int(chunk)]
             try:
                 rows = np.asarray(encode([t for _, t in part]), dtype=np.float32)
             except (TypeError, ValueError) as err:

@@ -405,8 +405,9 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     return [*written, "report.md"]
 
 
-def _one_line(err: click.UsageError) -> InputError:
-    return InputError(" ".join(f"{err.format_message()} (see --help)".split()))
+def _usage_error(err: click.UsageError) -> InputError:
+    """click's usage error as one ``Error:`` line (:func:`one_line`)."""
+    return InputError(one_line(f"{err.format_message()} (see --help)"))
 
 
 class OneLineCommand(click.Command):
@@ -416,7 +417,7 @@ class OneLineCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as err:
-            raise _one_line(err) from None
+            raise _usage_error(err) from None
 
 
 class OneLineGroup(click.Group):
@@ -429,14 +430,14 @@ class OneLineGroup(click.Group):
         except click.exceptions.NoArgsIsHelpError:
             raise
         except click.UsageError as err:
-            raise _one_line(err) from None
+            raise _usage_error(err) from None
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
         try:
             return super().resolve_command(ctx, args)
         except click.UsageError as err:
-            raise _one_line(err) from None
+            raise _usage_error(err) from None
 
 
 def _outputs(do_cleanse: bool, train: Path, parts: int = 1) -> list[str]:

@@ -684,7 +684,6 @@ class TableEncoder:
             self.categorical_ = [c for c in self.categorical_ if c not in self.unused_]
             _warn_row_names(self.unused_, not (self.numeric_ or self.categorical_))
         self._check_missing(X, "training data")
-        self.imputed_: dict[str, Any] = {}
         self.imputed_held_out_: dict[str, Any] = {}
         self._num_imputer = self._cat_imputer = None
         if self.numeric_:
@@ -695,9 +694,6 @@ class TableEncoder:
             if self.impute:  # fitted even without NaN here: held-out rows may have some
                 self._num_imputer = SimpleImputer(strategy="median", keep_empty_features=True)
                 self._num_imputer.fit(num.to_numpy())
-                self.imputed_.update({c: float(v) for c, v, miss in zip(
-                    self.numeric_, self._num_imputer.statistics_, num.isna().any(), strict=True)
-                    if miss})
             filled = self._fill_numbers(num.to_numpy())
             self.mean_, std = column_spread(filled, [f"column {c!r}" for c in self.numeric_])
             self.scale_ = np.where(std > 0, std, 1.0)  # a constant column stays constant
@@ -708,9 +704,6 @@ class TableEncoder:
                 self._cat_imputer = SimpleImputer(strategy="most_frequent",
                                                   keep_empty_features=True)
                 self._cat_imputer.fit(cat.where(cat.notna(), np.nan).to_numpy())
-                self.imputed_.update({c: v for c, v, miss in zip(
-                    self.categorical_, self._cat_imputer.statistics_, cat.isna().any(),
-                    strict=True) if miss})
             self._onehot = OneHotEncoder(
                 max_categories=self.max_levels, handle_unknown="infrequent_if_exist",
                 sparse_output=False, dtype=float,
@@ -730,6 +723,7 @@ class TableEncoder:
             self.levels_ = {}
             cat_names = []
         self.feature_names_ = list(self.numeric_) + cat_names
+        self.imputed_: dict[str, Any] = self._filled(X)
         return self
 
     def _check_missing(self, X: pd.DataFrame, what: str) -> None:
@@ -748,19 +742,17 @@ class TableEncoder:
                 f"text){_MISSING_MARKERS if _is_text(X[col].dtype) else ''}.", "impute"
             )
 
-    def _note_filled(self, X: pd.DataFrame) -> None:
-        """Record what is filled in where only these rows miss a value: the report named
-        the training rows' imputed columns alone, so a held-out column filled in went
-        unsaid."""
+    def _filled(self, X: pd.DataFrame) -> dict[str, Any]:
+        """Column -> the value ``impute`` fills in, for the columns where ``X`` misses one."""
+        filled: dict[str, Any] = {}
         for imputer, columns in ((self._num_imputer, self.numeric_),
                                  (self._cat_imputer, self.categorical_)):
-            if imputer is None:
-                continue
-            missing = X[columns].isna().any()
-            for c, value in zip(columns, imputer.statistics_, strict=True):
-                if missing[c] and c not in self.imputed_:
-                    self.imputed_held_out_[c] = float(value) if imputer is self._num_imputer \
-                        else value
+            if imputer is not None:
+                missing = X[columns].isna().any()
+                filled.update({c: float(v) if imputer is self._num_imputer else v
+                               for c, v in zip(columns, imputer.statistics_, strict=True)
+                               if missing[c]})
+        return filled
 
     def _fill_numbers(self, num: np.ndarray) -> np.ndarray:
         return num if self._num_imputer is None else self._num_imputer.transform(num)
@@ -775,8 +767,10 @@ class TableEncoder:
     def transform(self, X: pd.DataFrame, what: str = "data") -> np.ndarray:
         """The encoded matrix of ``X``; ``what`` names ``X`` in error messages."""
         self._check_missing(X, what)
-        if self.impute:
-            self._note_filled(X)
+        # the report named the training rows' imputed columns alone: a held-out column
+        # filled in went unsaid
+        self.imputed_held_out_.update({c: v for c, v in self._filled(X).items()
+                                       if c not in self.imputed_})
         parts = []
         if self.numeric_:
             raw = _numbers(X, self.numeric_, what)
