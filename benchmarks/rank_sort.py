@@ -1,5 +1,6 @@
 """How exact k-NN Shapley orders each query's training rows: the stable sort against
-``_rank`` (an unstable SIMD sort, then a stable one of the rows with a tie).
+``_rank`` (one SIMD sort of integer keys, each a distance's bits with its column in the
+lowest ones, then a check of the rows where two keys' distances may differ).
 
 Distances of random queries to random training rows (digits-sized by default:
 1,348 queries, the training and validation rows of ``benchmarks/detection.py``'s

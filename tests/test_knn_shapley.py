@@ -77,12 +77,34 @@ def test_rank_is_the_stable_order_whatever_the_ties(share):
 
 @pytest.mark.parametrize(("rows", "tied_rows"), [(300, [0, 5, 31]), (300, [32, 299]),
                                                   (3, [1]), (1, [0])])
-def test_rank_keeps_the_probe_rows_order_and_their_ties(rows, tied_rows):
-    # the first rows are sorted once to probe for ties and keep that order: a tie among
-    # them, just after them or in a block smaller than the probe is still broken stably
+def test_rank_breaks_exact_ties_by_column(rows, tied_rows):
     dist = np.random.default_rng(4).random((rows, 40))
     dist[np.ix_(tied_rows, [3, 7, 30])] = 0.5
     assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
+
+
+@pytest.mark.parametrize("columns", [2, 40, 3000])
+def test_rank_orders_distances_closer_than_its_keys_tell_apart(columns):
+    # the integer keys drop a distance's lowest bits: distances one float64 step apart
+    # share a key and order by column, so the row is checked and, reversed, sorted again
+    rng = np.random.default_rng(5)
+    dist = rng.random((50, columns)) + 1.0
+    dist[:, -1] = dist[:, 0]
+    dist[::2, 0] = np.nextafter(dist[::2, -1], 3.0)  # the later column is the nearer
+    dist[1::4, 1 % columns] = np.nextafter(dist[1::4, 0], 0.0)
+    assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
+
+
+def test_rank_takes_zero_and_infinite_distances():
+    # -0.0's bits would sort last as an integer; a query's own row is set to inf
+    dist = np.array([[0.5, -0.0, 0.0, np.inf, 0.25], [np.inf, 0.0, 0.0, 1.0, -0.0]])
+    assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
+    assert np.array_equal(_rank(dist.astype(np.float32)),
+                          np.argsort(dist, axis=1, kind="stable"))
+    # a value whose bits sort above infinity's (below 0, NaN) is ordered by argsort
+    for odd in (-1e-300, np.nan):
+        dist[1, 3] = odd
+        assert np.array_equal(_rank(dist), np.argsort(dist, axis=1, kind="stable"))
 
 
 def test_centred_regression_is_the_game_on_centred_targets():

@@ -134,11 +134,11 @@ SMALLEST_TARGETS = 1e-140
 #: and 10**18 wrapped round to wrong values); every K >= N values the rows as K = N does,
 #: divided by K, so no larger K says more
 MAX_NEIGHBORS = 2**31 - 1
-# _rank: rows probed for ties, and the share of tied rows above which one stable sort is
-# cheaper than the unstable sort plus a stable one of the tied rows (benchmarks/rank_sort.py:
-# 1.6x faster without ties, 1.2x at 19%, even by about a third)
-_TIE_PROBE_ROWS = 32
-_TIE_SHARE_STABLE = 0.4
+#: _rank's integer keys give a distance's lowest bits to its column: past this many
+#: (columns beyond 2**24), two distances 2**-28 apart would share most keys and be
+#: checked one row at a time, so argsort is used instead
+_KEY_MAX_BITS = 24
+_INF_BITS = int(np.array(np.inf).view(np.uint64))
 #: from this many features on, squared distances come from one matrix product
 #: (``|a|² + |b|² - 2 a·b``, as scikit-learn's brute-force neighbours compute them)
 #: instead of scipy's feature-by-feature sums: about 2x faster at 20 features, 6x at 784
@@ -633,27 +633,46 @@ def nearest_mask(dist: np.ndarray, k: int) -> np.ndarray:
 def _rank(dist: np.ndarray) -> np.ndarray:
     """Each row's columns from nearest to farthest, ties in column order.
 
-    The exact values need ties broken by row position (as a stable sort). The
-    unstable sort is about 2.4 times faster (SIMD; benchmarks/rank_sort.py), so rows
-    are sorted that way and only the rows with a tie again stably; where the first
-    rows show that ties are common (whole-number features), everything is sorted
-    stably at once.
+    The exact values need ties broken by row position (as a stable sort). numpy's
+    argsort of float64 is several times slower than its sort of 64-bit integers (SIMD;
+    benchmarks/rank_sort.py), so each distance's bits, with the lowest ones replaced by
+    its column, are sorted as one integer key: a nonnegative float's bits order as it
+    does, and equal distances then order by column. Where the dropped bits leave two
+    different distances with one key (a relative gap below about ``n / 2**52``), the
+    row is checked against the full distances and, out of order, sorted stably.
     """
-    def tied(order: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        ranked = np.empty_like(rows)
-        for i, row in enumerate(rows):  # a row at a time: 2 times faster than take_along_axis
-            np.take(row, order[i], out=ranked[i])
-        return (ranked[:, 1:] == ranked[:, :-1]).any(axis=1)
+    n = dist.shape[1]
+    bits = max(1, (n - 1).bit_length())
+    if bits > _KEY_MAX_BITS or dist.size == 0:
+        return _rank_argsort(dist)
+    low = np.uint64((1 << bits) - 1)
+    # + 0.0 makes a copy, as float64, with any -0.0 as +0.0 (whose bits sort first)
+    keys = np.add(dist, 0.0, dtype=np.float64).view(np.uint64)
+    keys &= ~low
+    keys |= np.arange(n, dtype=np.uint64)
+    keys.sort(axis=1)
+    # a distance below 0 (its sign bit) or NaN has bits above infinity's, so sorts last
+    if (keys[:, -1] >> np.uint64(bits) > _INF_BITS >> bits).any():
+        return _rank_argsort(dist)
+    order = np.bitwise_and(keys, low).view(np.intp)  # columns below 2**24: same bits
+    keys >>= np.uint64(bits)
+    shared = keys[:, 1:] == keys[:, :-1]
+    if shared.any():
+        rows, cols = np.nonzero(shared)
+        # a shared key orders by column: right where the full distances are equal too
+        swapped = dist[rows, order[rows, cols]] > dist[rows, order[rows, cols + 1]]
+        redo = np.unique(rows[swapped])
+        if redo.size:
+            order[redo] = np.argsort(dist[redo], axis=1, kind="stable")
+    return order
 
-    probe = min(len(dist), _TIE_PROBE_ROWS)
-    order = np.empty(dist.shape, dtype=np.intp)
-    order[:probe] = np.argsort(dist[:probe], axis=1)
-    redo = tied(order[:probe], dist[:probe])
-    if redo.mean() > _TIE_SHARE_STABLE:
-        return np.argsort(dist, axis=1, kind="stable")
-    # the probe rows keep their order: an unstable sort orders each row by itself
-    order[probe:] = np.argsort(dist[probe:], axis=1)
-    redo = np.flatnonzero(np.concatenate([redo, tied(order[probe:], dist[probe:])]))
+
+def _rank_argsort(dist: np.ndarray) -> np.ndarray:
+    """:func:`_rank` by argsort (past :data:`_KEY_MAX_BITS` columns' bits, or distances
+    below 0): the unstable sort, then a stable one of the rows with a tie."""
+    order = np.argsort(dist, axis=1)
+    ranked = np.take_along_axis(dist, order, axis=1)
+    redo = np.flatnonzero((ranked[:, 1:] == ranked[:, :-1]).any(axis=1))
     if redo.size:
         order[redo] = np.argsort(dist[redo], axis=1, kind="stable")
     return order
