@@ -507,11 +507,11 @@ class KNNShapley(DirectValuation):
             if support is not None:
                 support[rows] = own_label_support(order[:, :k], ya, rows, k, codes)
             # each value added to its row's total (and its group's), queries in order
-            slots = order.ravel() if n_groups == 1 else \
-                (groups[rows][:, None] * n + order).ravel()
+            rows_of = order.ravel()
+            slots = rows_of if n_groups == 1 else (groups[rows][:, None] * n + order).ravel()
             total += np.bincount(slots, weights=phi.ravel(), minlength=n_groups * n)
             if spread:
-                squares += np.bincount(order.ravel(), weights=np.square(phi).ravel(),
+                squares += np.bincount(rows_of, weights=np.square(phi, out=phi).ravel(),
                                        minlength=n)
         if support is not None:
             terms = own_label_terms(support, task)
