@@ -827,6 +827,16 @@ def check_number(value: Any, name: str, *, low: float | None = None,
         raise ValueError(f"{name}={value!r} must be {kind}{bound}.{(' ' + hint) if hint else ''}")
 
 
+def check_count(value: Any, name: str, *, low: int = 0) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int ``>= low``: a count used as it is
+    (``range(epochs)``), where a whole float such as 2.0 fails later and a bool, which
+    Python counts as an int, would be taken as 1 or 0 (``epochs=True`` trained one epoch)."""
+    check_number(value, name, low=low, integer=True)
+    if not isinstance(value, int | np.integer):
+        raise ValueError(f"{name}={value!r} must be a whole number >= {low} given as an int: "
+                         f"pass {int(value)}.")
+
+
 class ParameterError(ValueError):
     """A ``ValueError`` about named parameters, worded with their Python names.
 
