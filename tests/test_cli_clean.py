@@ -526,7 +526,8 @@ def test_train_val_column_mismatch(tmp_path: Path, train: Path) -> None:
     write(table(seed=1).rename(columns={"b": "bee"}), tmp_path / "val.csv")
     res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--out", "out",
                  cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "validation", "lacks b", "extra bee")
+    assert_input_error(res, tmp_path / "out", "validation", "lacks the column 'b'",
+                       "has the extra column 'bee'")
 
 
 def test_duplicate_column_names(tmp_path: Path) -> None:

@@ -105,8 +105,17 @@ def test_find_harmful_with_the_knn_closed_form_ranks_and_reports_it() -> None:
 
 def test_find_harmful_refuses_mismatched_validation_columns() -> None:
     X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-    with pytest.raises(ValueError, match=r"validation data's columns .* lacks b"):
+    with pytest.raises(ValueError, match=r"validation data's columns .* lacks the column 'b'"):
         tdshap.find_harmful(X, np.arange(40) % 2, X_val=X[["a"]], y_val=np.arange(40) % 2)
+
+
+def test_a_column_difference_quotes_the_names() -> None:
+    # a column named "extra" read "has extra extra"
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3, "c": np.ones(40)})
+    other = X.rename(columns={"b": "extra", "c": "and"})
+    with pytest.raises(ValueError, match=r"it lacks the columns 'b', 'c' and has the extra "
+                       r"columns 'extra', 'and'\.$"):
+        tdshap.find_harmful(X, np.arange(40) % 2, X_val=other, y_val=np.arange(40) % 2)
 
 
 @pytest.mark.parametrize("cut", ["one-se", "Paper", None])

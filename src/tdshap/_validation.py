@@ -419,12 +419,17 @@ def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> 
 
 
 def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
-    """How ``other`` differs from ``columns`` by name ("lacks a, b and has extra c", five
-    names of each at most), or None when they hold the same names."""
+    """How ``other`` differs from ``columns`` by name ("lacks the columns 'a', 'b' and has
+    the extra column 'c'", five names of each at most), or None when they hold the same
+    names. Quoted: a column named "extra" read "has extra extra", one named "and" worse."""
     missing = [c for c in columns if c not in other]
     extra = [c for c in other if c not in columns]
-    parts = ([f"lacks {names(missing[:5])}"] if missing else []) + (
-        [f"has extra {names(extra[:5])}"] if extra else [])
+
+    def columns_(found: list[Any]) -> str:
+        return f"column{'s' if len(found) > 1 else ''} {names(found, 5, quote=True)}"
+
+    parts = ([f"lacks the {columns_(missing)}"] if missing else []) + (
+        [f"has the extra {columns_(extra)}"] if extra else [])
     return " and ".join(parts) or None
 
 
@@ -500,13 +505,17 @@ def code_span(text: Any) -> str:
 NAME_CHARS = 60
 
 
-def names(columns: Any, limit: int | None = None) -> str:
+def names(columns: Any, limit: int | None = None, quote: bool = False) -> str:
     """Column names for a message, comma-separated, each :func:`printable` and cut to
-    ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more."""
+    ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more.
+    ``quote``: each between single quotes, where a bare name could read as a word of the
+    sentence."""
     columns = list(columns)
     texts = [printable(c) for c in (columns if limit is None else columns[:limit])]
-    return ", ".join(c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + "..." for c in texts
-                     ) + (", ..." if limit is not None and len(columns) > limit else "")
+    mark = "'" if quote else ""
+    return ", ".join(f"{mark}{c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + '...'}{mark}"
+                     for c in texts) + (", ..." if limit is not None and len(columns) > limit
+                                        else "")
 
 
 def as_texts(texts: Any, name: str = "texts") -> list[str]:
