@@ -7,6 +7,7 @@ import math
 import os
 import stat
 import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,6 +27,23 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def repeated_key(pairs: list[tuple[str, Any]]) -> tuple[str, int] | None:
+    """The first key that a JSON object's ``pairs`` give more than once and how often, or
+    None: ``json.loads`` keeps the last of them, silently."""
+    seen = Counter(key for key, _ in pairs)
+    return next(((key, n) for key, n in seen.items() if n > 1), None)
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` for the files this library reads back: a key
+    given twice (an edited or merged file) is a ``ValueError``, not the last one's value."""
+    found = repeated_key(pairs)
+    if found is not None:
+        raise ValueError(f"its JSON gives the key {found[0]!r} {found[1]} times in one "
+                         "object: each key must appear once")
+    return dict(pairs)
 
 
 def image_path(path: Any) -> Path:

@@ -325,6 +325,28 @@ def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
                      f"position): {fix}.")
 
 
+def repeated_label(labels: Any) -> tuple[Any, int] | None:
+    """The first label that ``labels`` (row labels) repeats and how many repeats there are,
+    or None when each is its own."""
+    repeats = pd.Index(labels).duplicated()
+    if not repeats.any():
+        return None
+    return plain_value(pd.Index(labels)[repeats][0]), int(repeats.sum())
+
+
+def check_unique_labels(X: Any, name: str) -> None:
+    """Refuse a table ``X`` whose row labels repeat: the values are indexed by them, so two
+    rows of one label could not be told apart (``X.drop(rows.index[rows["removed"]])``
+    drops both), and a result saved with them is refused when loaded."""
+    found = repeated_label(X.index) if isinstance(X, pd.DataFrame) else None
+    if found is not None:
+        raise ValueError(f"{name}'s row labels repeat (e.g. {found[0]!r}, {found[1]} "
+                         "repeats): the table names rows by them, so those rows could not be "
+                         f"told apart; give each row its own label ({name} = "
+                         f"{name}.reset_index(drop=True), and the same for y, numbers them "
+                         "0, 1, ...).")
+
+
 def check_target_not_a_feature(X: Any, y: Any, x_name: str, y_name: str) -> None:
     """Refuse a table ``X`` that still holds the target column (``y`` named and equal to
     one of its columns): every model then reads the answer from it, so every row seemed
@@ -463,6 +485,7 @@ def check_data(
     Xa, ya = as_pair(X, y, "X", "y")
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
+    check_unique_labels(X, "X")  # the held-out rows' labels are not kept
     Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
     check_columns_in_order(X, X_val, "X", "X_val")
     if len(Xv) == 0:
