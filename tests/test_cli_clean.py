@@ -504,6 +504,29 @@ def test_held_out_files_that_are_the_training_file_are_refused(
     assert_input_error(res, tmp_path / "out", *words)
 
 
+@pytest.mark.parametrize("dates", [
+    pd.date_range("2024-01-05", periods=40).strftime("%Y-%m-%d"),
+    pd.date_range("2024-01-05 13:00", periods=40, freq="h").strftime("%Y-%m-%d %H:%M"),
+    pd.date_range("2024-01-05", periods=40).strftime("%d/%m/%Y"),
+    np.tile(["2024-01-05", "2024-01-06", "2024-01-07", "2024-01-08"], 10),
+], ids=["day-per-row", "hours", "day-first", "four-days"])
+def test_a_column_of_dates_written_as_text_is_refused_like_a_date_column(
+        tmp_path: Path, dates: Any) -> None:
+    # it was set aside as row names with a warning (a different date in every row), or
+    # one-hot levels of one date each, while a datetime64 or Parquet date column is refused
+    frame = table().assign(when=dates)
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'when' of the training data holds "
+                       "dates or times written as text (", "' in row",
+                       "convert the column to numbers (e.g. days since a date")
+    # a date per row names the rows where asked to
+    if len(set(dates)) == len(dates):
+        res = tdshap("value", "t.csv", "--target", "y", "--id-column", "when", "--out", "ok",
+                     *FAST, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+
+
 def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
         tmp_path: Path) -> None:
     frame = table().astype({"b": object})

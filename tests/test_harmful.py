@@ -946,6 +946,15 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
                                           range(60)]}), _Y, {},
      r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
      r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
+    # as text: row names with a warning, or one level per date
+    (pd.DataFrame({"a": _X[:, 0], "day": [f"2020-01-{1 + i % 5:02d}" for i in range(60)]}),
+     _Y, {}, r"column 'day' of the training data holds dates or times written as text "
+     r"\('2020-01-0\d' in row \d+, and \d+ more\): as text each is a level of its own, not "
+     r"a point in time; convert the column to numbers \(e.g. days since a date, or hours "
+     r"since a time\), or drop it\.$"),
+    (pd.DataFrame({"a": _X[:, 0], "day": pd.date_range("2020-01-01", periods=60)}), _Y, {},
+     r"column 'day' has type datetime64\[\w+\], which cannot be used as a feature: convert "
+     r"the column to numbers \(e.g. days since a date"),
     # 2**63 + i are one float: a constant feature silently, a target "constant
     # (9.22337e+18): give a target that varies"
     (pd.DataFrame({"a": _X[:, 0], "n": np.arange(60, dtype=np.uint64) + np.uint64(2**63)}),
@@ -965,8 +974,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
-        "date-cells", "huge-whole-feature", "huge-whole-target", "list-labels",
-        "bytes-labels", "nan-metric",
+        "date-cells", "date-text", "datetime64", "huge-whole-feature", "huge-whole-target",
+        "list-labels", "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:
