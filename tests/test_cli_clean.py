@@ -527,6 +527,24 @@ def test_a_column_of_dates_written_as_text_is_refused_like_a_date_column(
         assert res.returncode == 0, res.stderr
 
 
+def test_hexadecimal_numbers_among_decimal_ones_are_refused_and_hex_codes_are_levels(
+        tmp_path: Path) -> None:
+    # "0x1A" among decimals was called a typo to correct, without saying what it is
+    frame = table().astype({"b": object})
+    frame.loc[4, "b"], frame.loc[9, "b"] = "0x1A", "0X10"
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'b' of the training data holds numbers "
+                       "written in hexadecimal ('0x1A' in row 4, and ",
+                       "write them as decimal numbers (26, not 0x1A)")
+    # hexadecimal throughout: codes, one-hot levels like any text
+    frame["b"] = [hex(v) for v in np.arange(40) % 4]
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("value", "t.csv", "--target", "y", "--out", "ok", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "`b`: one-hot, 4 levels" in (tmp_path / "ok" / "report.md").read_text()
+
+
 def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
         tmp_path: Path) -> None:
     frame = table().astype({"b": object})

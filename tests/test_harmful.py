@@ -946,6 +946,9 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
                                           range(60)]}), _Y, {},
      r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
      r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
+    (pd.DataFrame({"a": _X[:, 0], "h": ["0x1A", *(f"{v:.2f}" for v in _X[1:, 0])]}), _Y, {},
+     r"column 'h' of the \w+ data holds numbers written in hexadecimal \('0x1A' in row "
+     r"0, and \d more\): write them as decimal numbers \(26, not 0x1A\)"),
     # as text: row names with a warning, or one level per date
     (pd.DataFrame({"a": _X[:, 0], "day": [f"2020-01-{1 + i % 5:02d}" for i in range(60)]}),
      _Y, {}, r"column 'day' of the training data holds dates or times written as text "
@@ -974,7 +977,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
-        "date-cells", "date-text", "datetime64", "huge-whole-feature", "huge-whole-target",
+        "date-cells", "hex-cell", "date-text", "datetime64", "huge-whole-feature",
+        "huge-whole-target",
         "list-labels", "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],

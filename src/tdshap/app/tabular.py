@@ -27,8 +27,9 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       otherwise turn a measurement into levels. So is a column of numbers written with
       thousands separators (``3,456``; ``3 456``, ``3'456``, ``3_456``), a decimal comma
       (``3,5``), a typographic minus
-      (``−2``, U+2212), non-breaking spaces or a currency or percent sign (``$151.00``,
-      ``12%``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
+      (``−2``, U+2212), non-breaking spaces, a currency or percent sign (``$151.00``,
+      ``12%``) or hexadecimal among decimal numbers (``0x1A``: hexadecimal throughout is
+      codes, taken as text); one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
       Missing-value markers the reader knows (empty, ``NA``, ``n/a``, ``null``...) are
       missing values, not typos; a ``pandas`` category column is taken as text as it is;
@@ -1043,7 +1044,10 @@ _NOTATIONS = {
               "remove those spaces (a spreadsheet's thousands or padding spaces)"),
     "unit": ("written with a currency or percent sign",
              "write them as plain numbers (151.0, not $151.00; 12, not 12%)"),
+    "hex": ("written in hexadecimal", "write them as decimal numbers (26, not 0x1A)"),
 }
+#: a whole number in hexadecimal, as Python and C write it: "0x1A", "-0X10"
+_HEX = re.compile(r"[+-]?0[xX][0-9a-fA-F]+")
 
 
 def _without_unit(text: str) -> tuple[str, bool]:
@@ -1061,6 +1065,8 @@ def _notation(cell: Any) -> tuple[str, str] | None:
     """``(notation, the number as the reader takes it)`` for a text cell that is a number
     in a notation of :data:`_NOTATIONS` (the first problem it has), else None: read as
     text, a column of them became one-hot levels, or row names that were dropped."""
+    if isinstance(cell, str) and _HEX.fullmatch(cell.strip(" \t")):
+        return "hex", str(int(cell.strip(" \t"), 16))
     if not isinstance(cell, str) or not _NUMBERISH.fullmatch(cell):  # text: ruled out fast
         return None
     text, unit = _without_unit(cell.strip(" \t"))
@@ -1117,6 +1123,8 @@ def _check_notation(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> N
     foreign, _, kind = _notations(present[bad])
     if kind is None or \
             100 * (len(present) - int((~foreign).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
+        return
+    if kind == "hex" and bad.all():  # hexadecimal throughout: codes (0x80070005), as levels
         return
     raise _notation_error(f"column {c!r} of the {what}", present[bad], kind,
                           "; a column meant as text must be text throughout.")
