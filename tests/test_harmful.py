@@ -949,6 +949,9 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     (pd.DataFrame({"a": _X[:, 0], "h": ["0x1A", *(f"{v:.2f}" for v in _X[1:, 0])]}), _Y, {},
      r"column 'h' of the \w+ data holds numbers written in hexadecimal \('0x1A' in row "
      r"0, and \d more\): write them as decimal numbers \(26, not 0x1A\)"),
+    # its decimal text passed Python's 4,300 digits: int's own "Exceeds the limit" error
+    (pd.DataFrame({"a": _X[:, 0], "h": ["0x" + "f" * 5000, *(f"{v:.2f}" for v in _X[1:, 0])]}),
+     _Y, {}, r"column 'h' of the \w+ data holds numbers except in 1 cell: '0xfff"),
     # as text: row names with a warning, or one level per date
     (pd.DataFrame({"a": _X[:, 0], "day": [f"2020-01-{1 + i % 5:02d}" for i in range(60)]}),
      _Y, {}, r"column 'day' of the training data holds dates or times written as text "
@@ -977,7 +980,7 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
-        "date-cells", "hex-cell", "date-text", "datetime64", "huge-whole-feature",
+        "date-cells", "hex-cell", "long-hex-cell", "date-text", "datetime64", "huge-whole-feature",
         "huge-whole-target",
         "list-labels", "bytes-labels", "nan-metric",
         "huge-target"])

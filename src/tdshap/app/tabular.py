@@ -1046,8 +1046,9 @@ _NOTATIONS = {
              "write them as plain numbers (151.0, not $151.00; 12, not 12%)"),
     "hex": ("written in hexadecimal", "write them as decimal numbers (26, not 0x1A)"),
 }
-#: a whole number in hexadecimal, as Python and C write it: "0x1A", "-0X10"
-_HEX = re.compile(r"[+-]?0[xX][0-9a-fA-F]+")
+#: a whole number in hexadecimal, as Python and C write it: "0x1A", "-0X10"; at most 64
+#: digits, whose decimal text stays within Python's 4,300 (a longer one raised its own error)
+_HEX = re.compile(r"[+-]?0[xX][0-9a-fA-F]{1,64}")
 
 
 def _without_unit(text: str) -> tuple[str, bool]:
