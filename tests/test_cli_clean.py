@@ -504,6 +504,47 @@ def test_held_out_files_that_are_the_training_file_are_refused(
     assert_input_error(res, tmp_path / "out", *words)
 
 
+@pytest.mark.parametrize("dates", [
+    pd.date_range("2024-01-05", periods=40).strftime("%Y-%m-%d"),
+    pd.date_range("2024-01-05 13:00", periods=40, freq="h").strftime("%Y-%m-%d %H:%M"),
+    pd.date_range("2024-01-05", periods=40).strftime("%d/%m/%Y"),
+    np.tile(["2024-01-05", "2024-01-06", "2024-01-07", "2024-01-08"], 10),
+], ids=["day-per-row", "hours", "day-first", "four-days"])
+def test_a_column_of_dates_written_as_text_is_refused_like_a_date_column(
+        tmp_path: Path, dates: Any) -> None:
+    # it was set aside as row names with a warning (a different date in every row), or
+    # one-hot levels of one date each, while a datetime64 or Parquet date column is refused
+    frame = table().assign(when=dates)
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'when' of the training data holds "
+                       "dates or times written as text (", "' in row",
+                       "convert the column to numbers (e.g. days since a date")
+    # a date per row names the rows where asked to
+    if len(set(dates)) == len(dates):
+        res = tdshap("value", "t.csv", "--target", "y", "--id-column", "when", "--out", "ok",
+                     *FAST, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+
+
+def test_hexadecimal_numbers_among_decimal_ones_are_refused_and_hex_codes_are_levels(
+        tmp_path: Path) -> None:
+    # "0x1A" among decimals was called a typo to correct, without saying what it is
+    frame = table().astype({"b": object})
+    frame.loc[4, "b"], frame.loc[9, "b"] = "0x1A", "0X10"
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "column 'b' of the training data holds numbers "
+                       "written in hexadecimal ('0x1A' in row 4, and ",
+                       "write them as decimal numbers (26, not 0x1A)")
+    # hexadecimal throughout: codes, one-hot levels like any text
+    frame["b"] = [hex(v) for v in np.arange(40) % 4]
+    write(frame, tmp_path / "t.csv")
+    res = tdshap("value", "t.csv", "--target", "y", "--out", "ok", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "`b`: one-hot, 4 levels" in (tmp_path / "ok" / "report.md").read_text()
+
+
 def test_a_numeric_column_with_a_typo_names_the_cells_not_missing_markers(
         tmp_path: Path) -> None:
     frame = table().astype({"b": object})
@@ -526,7 +567,8 @@ def test_train_val_column_mismatch(tmp_path: Path, train: Path) -> None:
     write(table(seed=1).rename(columns={"b": "bee"}), tmp_path / "val.csv")
     res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--out", "out",
                  cwd=tmp_path)
-    assert_input_error(res, tmp_path / "out", "validation", "lacks b", "extra bee")
+    assert_input_error(res, tmp_path / "out", "validation", "lacks the column 'b'",
+                       "has the extra column 'bee'")
 
 
 def test_duplicate_column_names(tmp_path: Path) -> None:

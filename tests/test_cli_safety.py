@@ -401,7 +401,9 @@ def test_full_disk_while_publishing_leaves_the_previous_set(
     before = snapshot(work)
     res = tdshap(".tdshap-new-", "clean", "wine.csv", "--target", "target", "--out", "out",
                  "--seed", "1", *FAST, cwd=work, launcher=full_disk)
-    refused(res, "No space left on device", "previous contents of the folder are unchanged")
+    refused(res, "cannot write the outputs to out: the disk is full (No space left on "
+            "device): free space on it, or write to another disk",
+            "previous contents of the folder are unchanged")
     after = snapshot(work)
     # the run's own checkpoint moves on; every published output is as it was
     assert {k: v for k, v in after.items() if k != "out/run.tdshap"} == \
@@ -621,7 +623,9 @@ def test_full_disk_while_checkpointing_is_one_line(work: Path, full_disk: Path) 
     before = snapshot(work)
     res = tdshap("run.tdshap", "value", "wine.csv", "--target", "target", "--out", "out",
                  *FAST, cwd=work, launcher=full_disk)
-    refused(res, "No space left on device")
+    # it said "cannot read or write: No space left on device": which file, and why not?
+    refused(res, f"cannot write {work.resolve() / 'out' / 'run.tdshap'}: the disk is full (No "
+            "space left on device): free space on it, or write to another disk.")
     leftovers = [p.name for p in (work / "out").iterdir()] if (work / "out").exists() else []
     assert not [n for n in leftovers if ".tmp-" in n or n == "run.tdshap"]
     assert {k: v for k, v in snapshot(work).items() if not k.startswith("out")} == before

@@ -69,3 +69,11 @@ def test_unsupported_estimators_are_refused_with_the_alternative():
         WarmStarted(DecisionTreeClassifier()).prepare(np.zeros((4, 2)), np.arange(4))
     with pytest.raises(ValueError, match="steps"):
         WarmStarted(MLPRegressor(), steps=0).prepare(np.zeros((4, 2)), np.arange(4))
+
+
+@pytest.mark.parametrize("steps", [True, 0, 2.0, "3"])
+def test_steps_that_are_no_count_are_refused(regression, steps):
+    # steps=True (a bool is an int to Python) trained one epoch, silently
+    X, y, _, _ = regression
+    with pytest.raises(ValueError, match=f"steps={steps!r} must be a whole number >= 1"):
+        WarmStarted(MLPRegressor(), steps=steps).prepare(X, y)

@@ -346,7 +346,16 @@ def test_bad_hyper_parameters_are_refused_before_the_pretraining(images, monkeyp
              (dict(weight_decay=float("inf")), "weight_decay=inf must be a finite number"),
              (dict(random_state=-1), "random_state=-1 must be None, a whole number"),
              (dict(random_state=1.5), "random_state=1.5 must be None, a whole number"),
-             (dict(input_dtype="int"), "input_dtype='int' must be one of")]
+             (dict(input_dtype="int"), "input_dtype='int' must be one of"),
+             # a bool is an int to Python: epochs=True trained one epoch, batch_size=True
+             # minibatches of one row; 2.0 failed in range() after the pretraining
+             (dict(epochs=True), "epochs=True must be a whole number >= 0"),
+             (dict(pretrain_epochs=False), "pretrain_epochs=False must be a whole number"),
+             (dict(batch_size=True), "batch_size=True must be a whole number >= 1"),
+             (dict(epochs=2.0), r"epochs=2.0 must be a whole number >= 0 given as an int: "
+              "pass 2"),
+             (dict(max_models=True), "max_models=True must be a whole number >= 1"),
+             (dict(batched=1), "batched=1 must be True, False or 'auto'")]
     for warm in (True, False):
         for params, message in cases:
             with pytest.raises(ValueError, match=message):

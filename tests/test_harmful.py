@@ -105,8 +105,17 @@ def test_find_harmful_with_the_knn_closed_form_ranks_and_reports_it() -> None:
 
 def test_find_harmful_refuses_mismatched_validation_columns() -> None:
     X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-    with pytest.raises(ValueError, match=r"validation data's columns .* lacks b"):
+    with pytest.raises(ValueError, match=r"validation data's columns .* lacks the column 'b'"):
         tdshap.find_harmful(X, np.arange(40) % 2, X_val=X[["a"]], y_val=np.arange(40) % 2)
+
+
+def test_a_column_difference_quotes_the_names() -> None:
+    # a column named "extra" read "has extra extra"
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3, "c": np.ones(40)})
+    other = X.rename(columns={"b": "extra", "c": "and"})
+    with pytest.raises(ValueError, match=r"it lacks the columns 'b', 'c' and has the extra "
+                       r"columns 'extra', 'and'\.$"):
+        tdshap.find_harmful(X, np.arange(40) % 2, X_val=other, y_val=np.arange(40) % 2)
 
 
 @pytest.mark.parametrize("cut", ["one-se", "Paper", None])
@@ -937,6 +946,21 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
                                           range(60)]}), _Y, {},
      r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
      r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
+    (pd.DataFrame({"a": _X[:, 0], "h": ["0x1A", *(f"{v:.2f}" for v in _X[1:, 0])]}), _Y, {},
+     r"column 'h' of the \w+ data holds numbers written in hexadecimal \('0x1A' in row "
+     r"0, and \d more\): write them as decimal numbers \(26, not 0x1A\)"),
+    # its decimal text passed Python's 4,300 digits: int's own "Exceeds the limit" error
+    (pd.DataFrame({"a": _X[:, 0], "h": ["0x" + "f" * 5000, *(f"{v:.2f}" for v in _X[1:, 0])]}),
+     _Y, {}, r"column 'h' of the \w+ data holds numbers except in 1 cell: '0xfff"),
+    # as text: row names with a warning, or one level per date
+    (pd.DataFrame({"a": _X[:, 0], "day": [f"2020-01-{1 + i % 5:02d}" for i in range(60)]}),
+     _Y, {}, r"column 'day' of the training data holds dates or times written as text "
+     r"\('2020-01-0\d' in row \d+, and \d+ more\): as text each is a level of its own, not "
+     r"a point in time; convert the column to numbers \(e.g. days since a date, or hours "
+     r"since a time\), or drop it\.$"),
+    (pd.DataFrame({"a": _X[:, 0], "day": pd.date_range("2020-01-01", periods=60)}), _Y, {},
+     r"column 'day' has type datetime64\[\w+\], which cannot be used as a feature: convert "
+     r"the column to numbers \(e.g. days since a date"),
     # 2**63 + i are one float: a constant feature silently, a target "constant
     # (9.22337e+18): give a target that varies"
     (pd.DataFrame({"a": _X[:, 0], "n": np.arange(60, dtype=np.uint64) + np.uint64(2**63)}),
@@ -956,8 +980,9 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
-        "date-cells", "huge-whole-feature", "huge-whole-target", "list-labels",
-        "bytes-labels", "nan-metric",
+        "date-cells", "hex-cell", "long-hex-cell", "date-text", "datetime64", "huge-whole-feature",
+        "huge-whole-target",
+        "list-labels", "bytes-labels", "nan-metric",
         "huge-target"])
 def test_hostile_inputs_get_one_clear_error(X: Any, y: Any, kwargs: dict[str, Any],
                                             message: str) -> None:

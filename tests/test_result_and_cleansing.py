@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from tdshap import TDShap, ValuationResult, cleanse
+from tdshap import SequentialRemoval, TDShap, ValuationResult, cleanse
 from tdshap.app.cli import main
 from tdshap.cleansing import removal_grid
+from tdshap.methods.knn_shapley import KNNShapley
 from tdshap.result import ResultFileError
 
 
@@ -85,7 +88,10 @@ def test_saving_into_a_missing_folder_or_under_a_file_names_the_folder(tmp_path,
     ({"variances": [-1.0] * 4}, "counts and variances must not be negative"),
     ({"harmful": ["no"] * 4}, "harmful must be true/false, not 'no'"),
     ({"index": [[1, 2]] * 4}, r"index must hold one row label per value \(4\), each text"),
-], ids=["negative-variances", "text-flags", "nested-index"])
+    # a row label repeated joined its values to both rows
+    ({"index": ["a", "b", "a", "b"]}, r"index repeats row labels \(e.g. 'a', 2 repeats\): "
+     "each value's label must name one row"),
+], ids=["negative-variances", "text-flags", "nested-index", "repeated-index"])
 def test_an_edited_result_file_is_refused(tmp_path, edit, message):
     data = {**_result().to_dict(), **edit}
     p = tmp_path / "r.json"
@@ -138,6 +144,7 @@ def test_a_result_built_from_lists_of_numpy_numbers_is_taken():
     {"counts": [1, -1, 1, 1]}, {"harmful": ["no"] * 4}, {"index": [[1, 2]] * 4},
     {"index": [{"a": 1}] * 4}, {"threshold": "x"}, {"confidence": 2}, {"seed": 1.5},
     {"n_fits": "many"}, {"order": [0, 0, 1, 2]}, {"values": [True, 0.0, 1.0, 2.0]},
+    {"index": [7, 8, 7, 9]},
 ], ids=lambda edit: next(iter(edit)))
 def test_a_result_file_is_refused_with_the_constructors_message(tmp_path, edit):
     # from_dict repeated the constructor's checks with messages of its own ("field 'counts'
@@ -151,6 +158,36 @@ def test_a_result_file_is_refused_with_the_constructors_message(tmp_path, edit):
     with pytest.raises(ResultFileError) as loaded:
         ValuationResult.load(p)
     assert str(loaded.value) == f"{p} is not a readable tdshap result: {built.value}"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_a_result_file_giving_a_key_twice_is_refused(tmp_path, suffix):
+    # json.loads kept the last "threshold" of an edited or merged file, silently
+    p = _result().save(tmp_path / f"r{suffix}")
+    if suffix == ".json":
+        text = p.read_text()
+        p.write_text(text.replace('"threshold":', '"threshold": 5.0, "threshold":', 1))
+    else:
+        with np.load(p) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = str(arrays.pop("meta"))
+        meta = meta.replace('"threshold":', '"threshold": 5.0, "threshold":', 1)
+        np.savez(p, meta=np.array(meta), **arrays)
+    with pytest.raises(ResultFileError, match=r"not a readable tdshap result .*gives the key "
+                       "'threshold' 2 times in one object: each key must appear once"):
+        ValuationResult.load(p)
+
+
+def test_a_method_refuses_training_rows_whose_labels_repeat_before_any_work():
+    # the result kept the repeated labels: saved, then refused when loaded
+    X = pd.DataFrame(np.arange(24.0).reshape(12, 2), index=[0, 0, *range(2, 12)])
+    y = np.arange(12) % 2
+    with pytest.raises(ValueError, match=r"X's row labels repeat \(e.g. 0, 1 repeats\)"):
+        TDShap(DecisionTreeClassifier()).fit(X, y, X.reset_index(drop=True), y)
+    for method in (SequentialRemoval(DecisionTreeClassifier()),
+                   KNNShapley(KNeighborsClassifier(3))):
+        with pytest.raises(ValueError, match=r"X's row labels repeat"):
+            method.fit(X, y, X.reset_index(drop=True), y)
 
 
 def test_infinite_numbers_are_kept_or_refused_never_read_back_as_nan(tmp_path):

@@ -188,3 +188,26 @@ def _catch(fn: Any) -> BaseException | None:
     except BaseException as err:  # the test inspects it
         return err
     return None
+
+
+def test_a_full_disk_names_the_file_and_leaves_the_old_one_whole(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    import errno
+    import os
+
+    path = _result().save(tmp_path / "r.json")
+    before = path.read_bytes()
+
+    def full(fd: int) -> None:  # the data written so far never reach the disk
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    # a write's error names no file: the message said "No space left on device" alone
+    for save in (lambda: _result().save(path),
+                 lambda: write_checkpoint(tmp_path / "run.tdshap", {"format": "x"}, {})):
+        with pytest.raises(OSError, match="No space left on device") as err:
+            save()
+        assert err.value.errno == errno.ENOSPC and err.value.filename in (
+            str(path), str(tmp_path / "run.tdshap"))
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]

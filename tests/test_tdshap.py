@@ -367,8 +367,8 @@ def test_validation_columns_in_another_order_or_of_other_names_are_refused(make)
     with pytest.raises(ValueError, match=r"X_val has X's columns in a different order "
                        r"\(features are paired by position\): pass X_val\[X.columns\]"):
         make().fit(X, Y_OK, X[["b", "a"]], Y_OK)
-    with pytest.raises(ValueError, match=r"X_val's columns do not match X's: it lacks b and "
-                       "has extra c"):
+    with pytest.raises(ValueError, match=r"X_val's columns do not match X's: it lacks the column "
+                       "'b' and has the extra column 'c'"):
         make().fit(X, Y_OK, X.rename(columns={"b": "c"}), Y_OK)
     with pytest.raises(ValueError, match=r"X_val's columns are unnamed \(0, 1, ...\) but X's "
                        r"are named: name them, e.g. X_val = X_val.set_axis\(X.columns"):

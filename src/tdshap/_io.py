@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import stat
 import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,6 +28,23 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def repeated_key(pairs: list[tuple[str, Any]]) -> tuple[str, int] | None:
+    """The first key that a JSON object's ``pairs`` give more than once and how often, or
+    None: ``json.loads`` keeps the last of them, silently."""
+    seen = Counter(key for key, _ in pairs)
+    return next(((key, n) for key, n in seen.items() if n > 1), None)
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` for the files this library reads back: a key
+    given twice (an edited or merged file) is a ``ValueError``, not the last one's value."""
+    found = repeated_key(pairs)
+    if found is not None:
+        raise ValueError(f"its JSON gives the key {found[0]!r} {found[1]} times in one "
+                         "object: each key must appear once")
+    return dict(pairs)
 
 
 def image_path(path: Any) -> Path:
@@ -60,6 +79,24 @@ def check_folder_of(out: Path) -> None:
     raise ValueError(f"cannot save {out}: folder {out.parent} {problem}.")
 
 
+#: a write's errors that mean no room was left: on the disk, or in the user's quota on it
+_NO_ROOM = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def is_disk_full(err: OSError) -> bool:
+    """Whether ``err`` is a write that found the disk (or the user's quota) full."""
+    return err.errno in _NO_ROOM
+
+
+def os_reason(err: OSError) -> str:
+    """Why a read or write failed, for a message: a full disk in words that name the fix
+    ("No space left on device" named none), anything else as the system says it."""
+    if is_disk_full(err):
+        return (f"the disk is full ({err.strerror or err}): free space on it, or write to "
+                "another disk")
+    return str(err.strerror or err)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file and rename: never half a file."""
     path = Path(path)
@@ -78,8 +115,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException as err:  # a full disk must not leave a truncated temporary file
         with contextlib.suppress(OSError):
             tmp.unlink()
-        if isinstance(err, OSError) and err.filename == str(tmp):
-            # it names the hidden temporary file (".r.json.tmp-123"); the caller asked for path
+        if isinstance(err, OSError) and err.filename in (str(tmp), None):
+            # it names the hidden temporary file (".r.json.tmp-123"), or (a write's, such as a
+            # full disk's) no file at all; the caller asked for path
             raise type(err)(err.errno, err.strerror, str(path)) from None
         raise
 

@@ -325,6 +325,28 @@ def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
                      f"position): {fix}.")
 
 
+def repeated_label(labels: Any) -> tuple[Any, int] | None:
+    """The first label that ``labels`` (row labels) repeats and how many repeats there are,
+    or None when each is its own."""
+    repeats = pd.Index(labels).duplicated()
+    if not repeats.any():
+        return None
+    return plain_value(pd.Index(labels)[repeats][0]), int(repeats.sum())
+
+
+def check_unique_labels(X: Any, name: str) -> None:
+    """Refuse a table ``X`` whose row labels repeat: the values are indexed by them, so two
+    rows of one label could not be told apart (``X.drop(rows.index[rows["removed"]])``
+    drops both), and a result saved with them is refused when loaded."""
+    found = repeated_label(X.index) if isinstance(X, pd.DataFrame) else None
+    if found is not None:
+        raise ValueError(f"{name}'s row labels repeat (e.g. {found[0]!r}, {found[1]} "
+                         "repeats): the table names rows by them, so those rows could not be "
+                         f"told apart; give each row its own label ({name} = "
+                         f"{name}.reset_index(drop=True), and the same for y, numbers them "
+                         "0, 1, ...).")
+
+
 def check_target_not_a_feature(X: Any, y: Any, x_name: str, y_name: str) -> None:
     """Refuse a table ``X`` that still holds the target column (``y`` named and equal to
     one of its columns): every model then reads the answer from it, so every row seemed
@@ -419,12 +441,17 @@ def check_columns_in_order(X: Any, other: Any, x_name: str, other_name: str) -> 
 
 
 def column_difference(columns: pd.Index, other: pd.Index) -> str | None:
-    """How ``other`` differs from ``columns`` by name ("lacks a, b and has extra c", five
-    names of each at most), or None when they hold the same names."""
+    """How ``other`` differs from ``columns`` by name ("lacks the columns 'a', 'b' and has
+    the extra column 'c'", five names of each at most), or None when they hold the same
+    names. Quoted: a column named "extra" read "has extra extra", one named "and" worse."""
     missing = [c for c in columns if c not in other]
     extra = [c for c in other if c not in columns]
-    parts = ([f"lacks {names(missing[:5])}"] if missing else []) + (
-        [f"has extra {names(extra[:5])}"] if extra else [])
+
+    def columns_(found: list[Any]) -> str:
+        return f"column{'s' if len(found) > 1 else ''} {names(found, 5, quote=True)}"
+
+    parts = ([f"lacks the {columns_(missing)}"] if missing else []) + (
+        [f"has the extra {columns_(extra)}"] if extra else [])
     return " and ".join(parts) or None
 
 
@@ -458,6 +485,7 @@ def check_data(
     Xa, ya = as_pair(X, y, "X", "y")
     if len(Xa) == 0:
         raise ValueError("X is empty: the training set needs at least one row.")
+    check_unique_labels(X, "X")  # the held-out rows' labels are not kept
     Xv, yv = as_pair(X_val, y_val, "X_val", "y_val")
     check_columns_in_order(X, X_val, "X", "X_val")
     if len(Xv) == 0:
@@ -500,13 +528,17 @@ def code_span(text: Any) -> str:
 NAME_CHARS = 60
 
 
-def names(columns: Any, limit: int | None = None) -> str:
+def names(columns: Any, limit: int | None = None, quote: bool = False) -> str:
     """Column names for a message, comma-separated, each :func:`printable` and cut to
-    ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more."""
+    ``NAME_CHARS`` characters; the first ``limit`` of them and "..." where there are more.
+    ``quote``: each between single quotes, where a bare name could read as a word of the
+    sentence."""
     columns = list(columns)
     texts = [printable(c) for c in (columns if limit is None else columns[:limit])]
-    return ", ".join(c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + "..." for c in texts
-                     ) + (", ..." if limit is not None and len(columns) > limit else "")
+    mark = "'" if quote else ""
+    return ", ".join(f"{mark}{c if len(c) <= NAME_CHARS else c[:NAME_CHARS - 3] + '...'}{mark}"
+                     for c in texts) + (", ..." if limit is not None and len(columns) > limit
+                                        else "")
 
 
 def as_texts(texts: Any, name: str = "texts") -> list[str]:
@@ -825,6 +857,16 @@ def check_number(value: Any, name: str, *, low: float | None = None,
                  else f" <= {high}" if high is not None
                  else f" >= {low}" if low is not None else "")
         raise ValueError(f"{name}={value!r} must be {kind}{bound}.{(' ' + hint) if hint else ''}")
+
+
+def check_count(value: Any, name: str, *, low: int = 0) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int ``>= low``: a count used as it is
+    (``range(epochs)``), where a whole float such as 2.0 fails later and a bool, which
+    Python counts as an int, would be taken as 1 or 0 (``epochs=True`` trained one epoch)."""
+    check_number(value, name, low=low, integer=True)
+    if not isinstance(value, int | np.integer):
+        raise ValueError(f"{name}={value!r} must be a whole number >= {low} given as an int: "
+                         f"pass {int(value)}.")
 
 
 class ParameterError(ValueError):

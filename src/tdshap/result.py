@@ -21,8 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._io import atomic_write_bytes, check_folder_of, jsonable, unpacked_size_problem
-from tdshap._validation import check_number, check_random_state
+from tdshap._io import (
+    atomic_write_bytes,
+    check_folder_of,
+    jsonable,
+    unique_keys,
+    unpacked_size_problem,
+)
+from tdshap._validation import check_number, check_random_state, repeated_label
 from tdshap.cross_fit import CrossFit
 from tdshap.intervals import (
     DEFAULT_INTERVAL,
@@ -189,6 +195,13 @@ class ValuationResult:
                                  "or a number.")
             if isinstance(self.index, list | tuple):
                 self.index = np.asarray(self.index)
+            # a row label names one row: to_dataframe's table of repeated labels joined each
+            # value to every row of its label (X.drop(removed) dropped them all)
+            repeat = repeated_label(self.index)
+            if repeat is not None:
+                raise ValueError(f"index repeats row labels (e.g. {repeat[0]!r}, {repeat[1]} "
+                                 "repeats): each value's label must name one row; give "
+                                 "each row its own label (or index=None for positions).")
         # the metadata is JSON in both formats: a NaN or infinite threshold came back as
         # none (so 0), flipping the harmful flags of every row between the two
         if self.threshold is not None and (
@@ -419,14 +432,15 @@ class ValuationResult:
                                   "pipe): give the path of a saved result.")
         try:
             if path.suffix == ".json":
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = json.loads(path.read_text(encoding="utf-8"),
+                                  object_pairs_hook=unique_keys)
             else:
                 with open(path, "rb") as fh:
                     problem = unpacked_size_problem(fh)
                 if problem:
                     raise ResultFileError(problem + ".")
                 with np.load(path, allow_pickle=False) as z:
-                    data = json.loads(str(z["meta"]))
+                    data = json.loads(str(z["meta"]), object_pairs_hook=unique_keys)
                     if not isinstance(data, dict):
                         raise ResultFileError("its metadata is not an object.")
                     for name in _ARRAYS:

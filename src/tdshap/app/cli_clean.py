@@ -24,6 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from tdshap._io import is_disk_full, os_reason
 from tdshap._validation import names, printable
 from tdshap.app.every_row import parts_frame, plan_parts
 from tdshap.app.harmful import (
@@ -640,7 +641,8 @@ def one_line_errors(work: Callable[[], None]) -> None:
                        "or untouched if it had not.")
         except OSError as err:
             where = f" {err.filename}" if err.filename else ""
-            message = f"cannot read or write{where}: {err.strerror or err}."
+            message = (f"cannot {'write' if is_disk_full(err) else 'read or write'}{where}: "
+                       f"{os_reason(err)}.")
         except Exception as err:  # never a traceback: say what happened, once
             message = (f"unexpected {type(err).__name__}: {err} (please report this "
                        "with the command that caused it).")

@@ -36,6 +36,7 @@ from tdshap._validation import (
     check_same_index,
     check_target_not_a_feature,
     check_unique_columns,
+    check_unique_labels,
     check_unmasked,
     listed,
     names,
@@ -169,19 +170,6 @@ def _check_both_named(X: Any, columns: pd.Index, other: Any, other_columns: pd.I
                          f"pandas.DataFrame({name}, columns=X.columns).")
     raise ValueError(f"X has no column names (it is an array) but {name} has: give both as "
                      "tables with the same columns, or both as arrays.")
-
-
-def _check_unique_labels(frame: pd.DataFrame, name: str) -> None:
-    """Refuse repeated row labels: the table is indexed by them, so two rows of one label
-    could not be told apart (``X.drop(rows.index[rows["removed"]])`` drops both)."""
-    repeats = frame.index.duplicated()
-    if repeats.any():
-        shown = plain_value(frame.index[repeats][0])
-        raise ValueError(f"{name}'s row labels repeat (e.g. {shown!r}, {int(repeats.sum())} "
-                         "repeats): the table names rows by them, so those rows could not be "
-                         f"told apart; give each row its own label ({name} = "
-                         f"{name}.reset_index(drop=True), and the same for y, numbers them "
-                         "0, 1, ...).")
 
 
 def _check_pairs(X_val: Any, y_val: Any, X_test: Any, y_test: Any) -> None:
@@ -559,7 +547,7 @@ def find_harmful(
     check_every_row(every_row)  # before the data are read
     random_state = _checked_seed(random_state)
     Xf, yf = _as_pair(X, y, "X", "y")
-    _check_unique_labels(Xf, "X")  # validation and test rows are not in the table
+    check_unique_labels(Xf, "X")  # validation and test rows are not in the table
     _check_pairs(X_val, y_val, X_test, y_test)
     frames: dict[str, Any] = {}
     for name, Xo, yo in (("val", X_val, y_val), ("test", X_test, y_test)):

@@ -20,12 +20,12 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from sklearn.base import BaseEstimator, is_classifier, is_regressor
 
+from tdshap._io import repeated_key
 from tdshap._validation import ParameterError
 
 TASKS = ("classification", "regression")
@@ -129,10 +129,9 @@ def _json_problem(value: Any, depth: int = 0) -> str | None:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen = Counter(key for key, _ in pairs)
-    repeated = [key for key, n in seen.items() if n > 1]
-    if repeated:
-        raise ParameterError(f"`params` gives {repeated[0]!r} {seen[repeated[0]]} times: give "
+    found = repeated_key(pairs)
+    if found is not None:
+        raise ParameterError(f"`params` gives {found[0]!r} {found[1]} times: give "
                              "each parameter once.", "params")
     return dict(pairs)
 

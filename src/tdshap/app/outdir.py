@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdshap._io import atomic_write_bytes, read_small_file
+from tdshap._io import atomic_write_bytes, os_reason, read_small_file
 
 MANIFEST = ".tdshap-manifest.json"
 LOCK = ".tdshap.lock"
@@ -415,7 +415,7 @@ class OutputFolder:
         except OSError as err:
             shutil.rmtree(stage, ignore_errors=True)
             raise OutputError(
-                f"cannot write the outputs to {self.out}: {err.strerror or err}; the previous "
+                f"cannot write the outputs to {self.out}: {os_reason(err)}; the previous "
                 "contents of the folder are unchanged."
             ) from None
         except BaseException:  # a writer's own failure (a plot, Ctrl-C): no staging left over

@@ -27,8 +27,9 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       otherwise turn a measurement into levels. So is a column of numbers written with
       thousands separators (``3,456``; ``3 456``, ``3'456``, ``3_456``), a decimal comma
       (``3,5``), a typographic minus
-      (``−2``, U+2212), non-breaking spaces or a currency or percent sign (``$151.00``,
-      ``12%``); one of at least ``PARTLY_NUMERIC_PERCENT`` %
+      (``−2``, U+2212), non-breaking spaces, a currency or percent sign (``$151.00``,
+      ``12%``) or hexadecimal among decimal numbers (``0x1A``: hexadecimal throughout is
+      codes, taken as text); one of at least ``PARTLY_NUMERIC_PERCENT`` %
       numbers but fewer than ``MOSTLY_NUMERIC_PERCENT`` % is levels, with a warning.
       Missing-value markers the reader knows (empty, ``NA``, ``n/a``, ``null``...) are
       missing values, not typos; a ``pandas`` category column is taken as text as it is;
@@ -37,7 +38,9 @@ Feature encoding (:class:`TableEncoder`, fitted on the training rows only)
       level, so it would only set apart the few rows whose level got a column of
       its own (refused where it is the only feature column);
     * date/time and other column types are refused, and so are text columns holding
-      dates, times or bytes (a Parquet date32, time or binary column).
+      dates, times or bytes (a Parquet date32, time or binary column), and text columns
+      of dates or times written as text (``2024-01-05 13:00``; at least
+      ``MOSTLY_NUMERIC_PERCENT`` % of the cells).
 
 Missing values
     Refused, naming the column, unless ``impute=True`` (``--impute``): then
@@ -673,9 +676,11 @@ class TableEncoder:
             elif _is_text(dtype):
                 self.categorical_.append(c)
             else:
+                when = pd.api.types.is_datetime64_any_dtype(dtype) or \
+                    pd.api.types.is_timedelta64_dtype(dtype)
                 raise ValueError(
                     f"column {c!r} has type {dtype}, which cannot be used as a feature: "
-                    "convert it to numbers or text, or drop it."
+                    f"{_TIME_FIX if when else 'convert it to numbers or text, or drop it'}."
                 )
         _check_cells(X, self.categorical_, "training data")
         _check_typos(X, self.categorical_, "training data", warn_partly=True)
@@ -891,6 +896,12 @@ def _numbers(X: pd.DataFrame, columns: list[str], what: str) -> pd.DataFrame:
         raise
 
 
+#: the fix for a date or time column, however it is given (a datetime64 or Parquet date32
+#: column, or text): as text (the fix the dtype's message once gave) it is refused too
+_TIME_FIX = ("convert the column to numbers (e.g. days since a date, or hours since a time), "
+             "or drop it")
+
+
 #: cells of a text column that are not text: dates and times (a Parquet date32 or time
 #: column), read as levels one per value, while a datetime64 column is refused; bytes (a
 #: Parquet binary column), levels where they were ASCII and "'ascii' codec can't decode
@@ -917,8 +928,7 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
             raise ValueError(f"{where}, not text: decode the column to text (e.g. "
                              "X[col].str.decode('utf-8')) or drop it.")
         if isinstance(cell, _NOT_TEXT):
-            raise ValueError(f"{where}, which cannot be used as a feature: convert the column "
-                             "to numbers (e.g. days since a date) or text, or drop it.")
+            raise ValueError(f"{where}, which cannot be used as a feature: {_TIME_FIX}.")
         raise ValueError(f"{where}: a feature cell must be one number or text; split it into "
                          "columns or join it into text.")
 
@@ -971,6 +981,7 @@ def _check_typos(X: pd.DataFrame, columns: list[str], what: str,
         present = col[col.notna()]
         bad = pd.to_numeric(present, errors="coerce").isna().to_numpy()
         n_bad = int(bad.sum())
+        _check_dates(c, present, bad, what)
         _check_notation(c, present, bad, what)
         if not n_bad:  # all numbers (or none present): nothing to say
             continue
@@ -1033,7 +1044,11 @@ _NOTATIONS = {
               "remove those spaces (a spreadsheet's thousands or padding spaces)"),
     "unit": ("written with a currency or percent sign",
              "write them as plain numbers (151.0, not $151.00; 12, not 12%)"),
+    "hex": ("written in hexadecimal", "write them as decimal numbers (26, not 0x1A)"),
 }
+#: a whole number in hexadecimal, as Python and C write it: "0x1A", "-0X10"; at most 64
+#: digits, whose decimal text stays within Python's 4,300 (a longer one raised its own error)
+_HEX = re.compile(r"[+-]?0[xX][0-9a-fA-F]{1,64}")
 
 
 def _without_unit(text: str) -> tuple[str, bool]:
@@ -1051,6 +1066,8 @@ def _notation(cell: Any) -> tuple[str, str] | None:
     """``(notation, the number as the reader takes it)`` for a text cell that is a number
     in a notation of :data:`_NOTATIONS` (the first problem it has), else None: read as
     text, a column of them became one-hot levels, or row names that were dropped."""
+    if isinstance(cell, str) and _HEX.fullmatch(cell.strip(" \t")):
+        return "hex", str(int(cell.strip(" \t"), 16))
     if not isinstance(cell, str) or not _NUMBERISH.fullmatch(cell):  # text: ruled out fast
         return None
     text, unit = _without_unit(cell.strip(" \t"))
@@ -1108,8 +1125,52 @@ def _check_notation(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> N
     if kind is None or \
             100 * (len(present) - int((~foreign).sum())) < MOSTLY_NUMERIC_PERCENT * len(present):
         return
+    if kind == "hex" and bad.all():  # hexadecimal throughout: codes (0x80070005), as levels
+        return
     raise _notation_error(f"column {c!r} of the {what}", present[bad], kind,
                           "; a column meant as text must be text throughout.")
+
+
+#: a date, a date and time, or a time of day as a CSV holds it: 2024-01-05, 2024/1/5,
+#: 05.01.2024, 1/5/2024, 2024-01-05 13:00, 2024-01-05T13:00:00.5+01:00, 13:00:05, 1:05 PM
+_DATE_TEXT = re.compile(
+    r"(?:(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})"
+    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[AaPp][Mm])?)?"
+    r"|\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[AaPp][Mm])?)"
+    r"(?: ?(?:Z|UTC|[+-]\d{2}:?\d{2}))?")
+
+
+def _is_date_text(cell: Any) -> bool:
+    """Whether ``cell`` is a date or time written as text (:data:`_DATE_TEXT`) that names a
+    real one (not 2024-13-45)."""
+    if not isinstance(cell, str) or not _DATE_TEXT.fullmatch(cell.strip()):
+        return False
+    with warnings.catch_warnings():  # "Could not infer format": a date anyway
+        warnings.simplefilter("ignore")
+        return pd.notna(pd.to_datetime(cell.strip(), errors="coerce", format="mixed"))
+
+
+def _check_dates(c: Any, present: pd.Series, bad: np.ndarray, what: str) -> None:
+    """Refuse a text column of dates or times (``MOSTLY_NUMERIC_PERCENT`` % of its cells or
+    more; ``bad``: its cells that are not numbers): read as text, each date was a level of
+    its own, or (a different one in every row) the column was set aside as row names,
+    never a point in time, while a datetime64 or Parquet date column is refused."""
+    cells = present[bad]
+    if not any(_is_date_text(v) for v in cells.iloc[:20]):
+        return  # the first cells that are not numbers are no dates: another column's kind
+    # the rest by their form alone: parsing each took seconds on 100,000 rows
+    dates = cells.map(lambda v: isinstance(v, str) and _DATE_TEXT.fullmatch(v.strip())
+                      is not None).to_numpy(dtype=bool)
+    if 100 * int(dates.sum()) < MOSTLY_NUMERIC_PERCENT * len(present):
+        return
+    first = int(np.flatnonzero(dates)[0])
+    ids = (" (or name the rows by it: the command's --id-column, X's index in Python)"
+           if present.is_unique else "")
+    raise ValueError(
+        f"column {c!r} of the {what} holds dates or times written as text "
+        f"({cells.iloc[first]!r:.40} in row {cells.index[first]}, and "
+        f"{int(dates.sum()) - 1} more): as text each is a level of its own, not a point in "
+        f"time; {_TIME_FIX}{ids}.")
 
 
 def _large_whole(X: pd.DataFrame, columns: list[Any]) -> list[Any]:

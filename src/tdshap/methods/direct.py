@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tdshap._validation import as_pair, check_flags, check_number, check_random_state
+from tdshap._validation import (
+    as_pair,
+    check_flags,
+    check_number,
+    check_random_state,
+    check_unique_labels,
+)
 from tdshap.intervals import DEFAULT_INTERVAL
 from tdshap.methods.base import BaseValuation, seed_of
 from tdshap.result import ValuationResult
@@ -48,6 +54,7 @@ class DirectValuation(BaseValuation):
         Xa, ya = as_pair(X, y, "X", "y")
         if len(Xa) == 0:
             raise ValueError("X is empty: the training set needs at least one row.")
+        check_unique_labels(X, "X")
         self._index = X.index.to_numpy() if isinstance(X, pd.DataFrame) else None
         self._clock = (time.perf_counter(), time.process_time())
         return Xa, ya

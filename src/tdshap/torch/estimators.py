@@ -37,7 +37,13 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from torch import nn
 
-from tdshap._validation import as_features, as_pair, check_flags, check_random_state
+from tdshap._validation import (
+    as_features,
+    as_pair,
+    check_count,
+    check_flags,
+    check_random_state,
+)
 from tdshap.torch.head import check_head, representation
 from tdshap.torch.training import FitSeeds, Schedule, resolve_device, train_single
 from tdshap.utility.warm_start import Pretrained, Stopwatch
@@ -186,14 +192,17 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         if self.input_dtype not in _DTYPES:
             raise ValueError(f"input_dtype={self.input_dtype!r} must be one of {list(_DTYPES)}.")
         resolve_device(self.device)
+        # the pretraining's Schedule calls its epochs "epochs": named as the user set them
+        check_count(self.pretrain_epochs, "pretrain_epochs")
         self.schedule(pretrain=True)  # Schedule checks epochs, lr, ...: a bad fit's epochs
         self.schedule(pretrain=False)  # failed only after the whole pretraining
         if self.init_from is not None and not isinstance(self.init_from, Pretrained):
             raise ValueError("init_from must be None or a Pretrained (set by prepare()).")
-        if self.batched not in (True, False, "auto"):
+        # 1 and 0.0 are "in" (True, False): equal to them, yet not a choice the user wrote
+        if not (isinstance(self.batched, bool | np.bool_) or (
+                isinstance(self.batched, str) and self.batched == "auto")):
             raise ValueError(f"batched={self.batched!r} must be True, False or 'auto'.")
-        if not isinstance(self.max_models, int) or self.max_models < 1:
-            raise ValueError(f"max_models={self.max_models!r} must be a whole number >= 1.")
+        check_count(self.max_models, "max_models", low=1)
         check_head(self.valuation_head)
 
     @property

@@ -30,6 +30,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from torch.nn import functional as F
 
+from tdshap._validation import check_count
 from tdshap.torch.modules import MaskedDropout
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -108,10 +109,7 @@ class Schedule:
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule={self.lr_schedule!r} must be one of {LR_SCHEDULES}.")
         for name in ("epochs", "batch_size", "warmup_steps"):
-            value = getattr(self, name)
-            low = 1 if name == "batch_size" else 0
-            if not isinstance(value, int | np.integer) or value < low:
-                raise ValueError(f"{name}={value!r} must be a whole number >= {low}.")
+            check_count(getattr(self, name), name, low=1 if name == "batch_size" else 0)
         for name in ("lr", "weight_decay"):
             value = getattr(self, name)
             # inf passed "> 0" and trained to NaN weights; a string failed on the comparison

@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import get_tags
 
+from tdshap._validation import check_count
 from tdshap.utility.warm_start import Pretrained, Stopwatch
 
 
@@ -95,9 +96,7 @@ class WarmStarted(BaseEstimator):
     def _check(self) -> None:
         _kind(self.estimator)
         for name in ("steps", "pretrain_steps"):
-            value = getattr(self, name)
-            if not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a whole number >= 1.")
+            check_count(getattr(self, name), name, low=1)
 
     def prepare(self, X: Any, y: Any) -> WarmStarted:
         """A copy that continues from a model fitted on all of (X, y) (if ``warm_start``)."""

@@ -33,7 +33,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tdshap._io import atomic_write_bytes, jsonable, unpacked_size_problem
+from tdshap._io import atomic_write_bytes, jsonable, unique_keys, unpacked_size_problem
 from tdshap._validation import ParameterError
 from tdshap.utility.base import Utility
 
@@ -98,7 +98,7 @@ def _archive_problem(fh: IO[bytes]) -> str | None:
 
 def _meta_of(npz: Any) -> Any:
     """The JSON metadata entry of an open checkpoint archive (``KeyError`` if it has none)."""
-    return json.loads(npz[_META].tobytes().decode())
+    return json.loads(npz[_META].tobytes().decode(), object_pairs_hook=unique_keys)
 
 
 def _is_checkpoint(path: Path) -> bool:
