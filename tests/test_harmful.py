@@ -1158,6 +1158,15 @@ def test_numbers_in_an_object_array_are_numeric_labels() -> None:
     assert set(np.unique(rows.run.data.y_train)) == {1, 2}
 
 
+def test_a_target_of_bins_is_refused_with_the_fix() -> None:
+    # pandas.cut's categorical of intervals: every trial fit failed with scikit-learn's
+    # "Unknown label type", and the message said to fix the model
+    binned = pd.Series(pd.cut(_X[:, 0], bins=[-10, 0, 10]))
+    with pytest.raises(ValueError, match=r"target column .* holds a label of type Interval "
+                       r".*labels=False"):
+        tdshap.find_harmful(_X, binned, cleanse=False)
+
+
 def test_held_out_rows_of_a_single_class_are_valid() -> None:
     # a small validation or test set may hold one class; only the training rows need two
     # (a validation set of one class is warned about: the cut favours that class)

@@ -291,19 +291,46 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
         raise ValueError(
             f"{x_name} has {n_rows} rows but {name} has {len(arr)}: they must have the same length."
         )
+    if arr.dtype == object and pd.isna(arr).any():
+        raise ValueError(f"{name} contains missing values; drop those rows first.")
+    # bytes as given: check_label_kinds names them beside text labels (b"0" != "0")
+    arr = plain_labels(arr, name, keep_bytes=True)
     if arr.dtype.kind == "c":  # scikit-learn's "Complex data not supported" on every fit
         raise ValueError(f"{name} holds complex numbers: a target must be real numbers or "
                          f"labels; give its real part (np.real({name})) or its magnitude "
                          f"(np.abs({name})).")
     if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
-    if arr.dtype == object and pd.isna(arr).any():
-        raise ValueError(f"{name} contains missing values; drop those rows first.")
-    if arr.dtype == object and len({isinstance(v, str) for v in arr}) > 1:
-        # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"
-        raise ValueError(f"{name} mixes text and numbers as labels: give every label the "
-                         "same type (e.g. all text).")
     return arr
+
+
+def plain_labels(values: np.ndarray, what: str, *, keep_bytes: bool = False) -> np.ndarray:
+    """Targets held as Python objects (``values``, none missing) as scikit-learn takes
+    them: text as it is, numbers (Python ints, Decimals, a table's object column, a
+    nullable column's values) as a numeric array. scikit-learn calls an object array whose
+    first value is no text "unknown": every classifier's fit failed, and the error said
+    to fix the model. Other values (``pandas.cut``'s intervals, periods) are refused for
+    that reason, and bytes (read as numbers where they are digits) unless ``keep_bytes``.
+    ``what``: the targets in the message ("y", "target column 'y'")."""
+    if values.dtype != object:
+        return values
+    kinds = {isinstance(v, str) for v in values}
+    if len(kinds) > 1:
+        # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"
+        raise ValueError(f"{what} mixes text and numbers as labels: give every label the "
+                         "same type (e.g. all text).")
+    if kinds != {False}:
+        return values
+    if keep_bytes and all(isinstance(v, bytes) for v in values):
+        return values
+    numbers = pd.to_numeric(pd.Series(values), errors="coerce")
+    if numbers.isna().any():
+        odd = values[int(np.flatnonzero(numbers.isna().to_numpy())[0])]
+        bins = (" (pandas.cut(..., labels=False) numbers its bins)"
+                if isinstance(odd, pd.Interval) else "")
+        raise ValueError(f"{what} holds a label of type {type(odd).__name__} "
+                         f"({shown(odd, 60)}): give labels as text or numbers{bins}.")
+    return numbers.to_numpy()
 
 
 def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
