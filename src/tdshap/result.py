@@ -115,6 +115,13 @@ def _saved_index(index: np.ndarray) -> np.ndarray:
     return pd.Index(index, tupleize_cols=False).astype(str).to_numpy()
 
 
+def label_text(index: Any) -> np.ndarray:
+    """Row labels as the text a saved result holds for them: a table's labels and a loaded
+    result's compare alike (a DatetimeIndex's numpy text, '2020-01-01T00:00:00.000000',
+    was not the saved '2020-01-01')."""
+    return _saved_index(np.asarray(index)).astype(str)
+
+
 def _removed_flags(removed: Any, n: int) -> np.ndarray:
     """One flag per row from ``removed``: row positions in ``[0, n)``, or ``n`` true/false flags.
 
