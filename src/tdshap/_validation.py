@@ -558,7 +558,9 @@ def as_texts(texts: Any, name: str = "texts") -> list[str]:
             fix = ("decode it first (t.decode('utf-8', errors='replace'))"
                    if isinstance(t, bytes | bytearray) else "fill in or drop the missing "
                    "texts first (e.g. series.fillna(''))" if t is None or (
-                       isinstance(t, float) and t != t) else "convert it to text first")
+                       # pandas.NA: a missing text of a "string" Series
+                       pd.api.types.is_scalar(t) and pd.isna(t)) else "convert it to text "
+                   "first")
             raise ValueError(f"{name}[{i}] is {shown(t, 40)} ({type(t).__name__}), not a "
                              f"text: {fix}.")
         try:
