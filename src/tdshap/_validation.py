@@ -203,6 +203,12 @@ def check_exact_as_floats(column: pd.Series, floats: pd.Series, what: str) -> No
             "it is a code, write it as text (e.g. with a letter before it).")
 
 
+def one_feature(X: Any, name: str) -> str:
+    """The fix for a 1-D ``X`` (named ``name``): a pandas Series has no ``reshape``."""
+    single = f"{name}.to_frame()" if isinstance(X, pd.Series) else f"{name}.reshape(-1, 1)"
+    return f"use {single} for a single feature"
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
@@ -243,10 +249,8 @@ def as_features(X: Any, name: str) -> np.ndarray:
     elif arr.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}.")
     if arr.ndim == 1:
-        raise ValueError(
-            f"{name} must be 2-D (rows x features), got a 1-D array; "
-            "use X.reshape(-1, 1) for a single feature."
-        )
+        raise ValueError(f"{name} must be 2-D (rows x features), got a 1-D array; "
+                         f"{one_feature(X, name)}.")
     if arr.ndim < 2:
         raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim}-D.")
     if 0 in arr.shape[1:]:  # every row alike: nothing to learn from or measure distances on
