@@ -320,6 +320,10 @@ def test_numbers_held_as_objects_are_labels_for_every_method(make):
 
     np.testing.assert_array_equal(values(Y_OK.astype(object), pd.Series(Y_OK, dtype=object)),
                                   values(Y_OK, Y_OK))
+    # Python ints that floats cannot tell apart are refused, not made one class
+    huge = np.array([2**70 + int(v) for v in Y_OK], dtype=object)
+    with pytest.raises(ValueError, match="y holds whole numbers too large for floating point"):
+        values(huge, huge)
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
