@@ -1179,6 +1179,9 @@ def test_a_target_of_bins_is_refused_with_the_fix() -> None:
     with pytest.raises(ValueError, match=r"target column .* holds a label of type Interval "
                        r".*labels=False"):
         tdshap.find_harmful(_X, binned, cleanse=False)
+    # whole numbers past 2**63 as classes: scikit-learn's "Unknown label type: continuous"
+    with pytest.raises(ValueError, match=r"target column .* holds class labels too large"):
+        tdshap.find_harmful(_X, np.where(_Y == 1, 1e20, -1e20), cleanse=False)
 
 
 def test_held_out_rows_of_a_single_class_are_valid() -> None:

@@ -327,6 +327,15 @@ def test_numbers_held_as_objects_are_labels_for_every_method(make):
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_float_labels_past_int64_are_refused_by_every_method(make):
+    # scikit-learn read them as continuous: every fit failed, "fix the model"
+    huge = np.where(Y_OK == 1, 1e20, -1e20)
+    with pytest.raises(ValueError, match=r"y holds class labels too large for scikit-learn's "
+                       r"classifiers \(up to 1e\+20\)"):
+        make().fit(X_OK, huge, X_OK, huge)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
 def test_binned_labels_are_refused_by_every_method_with_the_fix(make):
     # pandas.cut's intervals failed every fit as scikit-learn's "unknown" label type
     binned = pd.Series(pd.cut(Y_OK, bins=[-1, 0.5, 2]))

@@ -584,10 +584,30 @@ def plain_value(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+#: scikit-learn takes whole-number float labels as classes only where they fit an int64
+LARGEST_FLOAT_CLASS = 2.0**63
+
+
+def check_class_labels(y: np.ndarray, what: str) -> None:
+    """Refuse float class labels past :data:`LARGEST_FLOAT_CLASS` (1e20, a 2**70 id read
+    as a number): scikit-learn's classifiers read them as continuous, so every fit failed
+    ("Unknown label type: continuous") and the error said to fix the model."""
+    if y.dtype.kind != "f" or not len(y):
+        return
+    largest = float(np.abs(y).max())
+    if largest >= LARGEST_FLOAT_CLASS:
+        raise ValueError(f"{what} holds class labels too large for scikit-learn's "
+                         f"classifiers (up to {largest:.6g}), which read labels past 2**63 "
+                         "as continuous numbers: write them as text (e.g. with a letter "
+                         "before them) or as smaller codes, or make it a regression.")
+
+
 def check_target_varies(y: np.ndarray, classification: bool = True, name: str = "y") -> None:
     """Refuse training targets of a single class (or a constant regression target): every
     model predicts it whatever rows it keeps, so every row was worth the same and the
     values (all 0, or all 1) said nothing."""
+    if classification:
+        check_class_labels(y, name)
     levels = pd.unique(y)
     if len(levels) >= 2:
         return

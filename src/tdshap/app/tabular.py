@@ -68,6 +68,7 @@ from sklearn.preprocessing import OneHotEncoder
 from tdshap._validation import (
     EXACT_FLOATS,
     ParameterError,
+    check_class_labels,
     check_exact_as_floats,
     check_number,
     check_squarable,
@@ -570,6 +571,7 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
         y = pd.Series(plain_labels(cells, f"target column {name!r}"), index=y.index, name=name)
     if pd.api.types.is_complex_dtype(y):
         raise ValueError(f"target column {name!r} holds complex numbers: it cannot be a label.")
+    check_class_labels(y.to_numpy(), f"target column {name!r}")
     if y.nunique() < min_classes:
         # labels a file gave as digits are read as numbers: "007" and "7" are one class
         merged = (" (a file's labels are read as numbers where they all are: '007' and '7', "
