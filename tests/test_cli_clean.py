@@ -737,6 +737,10 @@ def test_a_time_budget_lets_a_long_max_iter_run(tmp_path: Path, train: Path) -> 
 def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     res = tdshap("clean", train, "--target", "y", "--resume", "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "--resume", "no checkpoint")
+    # a thresholding Data-OOB run saves none: "every run saves one" sent the user back to it
+    res = tdshap("value", train, "--target", "y", "--method", "tdoob", "--resume", "--out",
+                 "out", cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "no checkpoint", "only a TDShap run")
 
 
 def test_resume_when_the_checkpoint_is_a_folder_says_so(tmp_path: Path, train: Path) -> None:

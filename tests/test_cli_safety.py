@@ -119,10 +119,13 @@ def test_params_are_json_scalars_and_lists_only(work: Path, params: str) -> None
     ('{"max_depth": Infinity}', ("--params holds Infinity",)),
     ('{"n_neighbors": 1e400}', ("'n_neighbors': inf is not a finite number",)),
     ('{"n_neighbors": 3, "n_neighbors": 4}', ("'n_neighbors' 2 times",)),
+    # Python's own "Exceeds the limit (4300 digits) for integer string conversion"
+    ('{"n_neighbors": 1' + "0" * 5000 + "}", ("--params holds a whole number of 5,001 "
+                                              "digits",)),
     ('{"weights": ' + "[" * 5000 + "]" * 5000 + "}", ("too deeply",)),
     ('{"weights": ' + "[" * 30 + "]" * 30 + "}", ("'weights': its lists nest more than 20 "
                                                   "deep",)),
-], ids=["nan", "infinity", "overflow", "repeated", "recursion", "deep"])
+], ids=["nan", "infinity", "overflow", "repeated", "digits", "recursion", "deep"])
 def test_params_that_no_model_takes(work: Path, params: str, words: tuple[str, ...]) -> None:
     check_refused(work, "value", "wine.csv", "--target", "target", "--params", params,
                   "--out", "out", *FAST, words=words)

@@ -1183,6 +1183,32 @@ def test_numbers_in_an_object_array_are_numeric_labels() -> None:
     assert set(np.unique(rows.run.data.y_train)) == {1, 2}
 
 
+def test_one_feature_as_a_series_is_refused_with_its_own_fix() -> None:
+    # "use X.reshape(-1, 1)": a Series has no reshape (find_harmful gave no fix at all), and
+    # X_val's message named X
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from tdshap.methods import KNNShapley
+
+    with pytest.raises(ValueError, match=r"got shape \(60,\); use X.to_frame\(\) for a "
+                       "single feature"):
+        tdshap.find_harmful(pd.Series(_X[:, 0]), _Y, cleanse=False)
+    with pytest.raises(ValueError, match=r"X_val must be 2-D .*use X_val.reshape\(-1, 1\)"):
+        KNNShapley(KNeighborsClassifier(3)).fit(_X[:, :1], _Y, _X[:, 0], _Y)
+
+
+def test_a_target_of_bins_is_refused_with_the_fix() -> None:
+    # pandas.cut's categorical of intervals: every trial fit failed with scikit-learn's
+    # "Unknown label type", and the message said to fix the model
+    binned = pd.Series(pd.cut(_X[:, 0], bins=[-10, 0, 10]))
+    with pytest.raises(ValueError, match=r"target column .* holds a label of type Interval "
+                       r".*labels=False"):
+        tdshap.find_harmful(_X, binned, cleanse=False)
+    # whole numbers past 2**63 as classes: scikit-learn's "Unknown label type: continuous"
+    with pytest.raises(ValueError, match=r"target column .* holds class labels too large"):
+        tdshap.find_harmful(_X, np.where(_Y == 1, 1e20, -1e20), cleanse=False)
+
+
 def test_held_out_rows_of_a_single_class_are_valid() -> None:
     # a small validation or test set may hold one class; only the training rows need two
     # (a validation set of one class is warned about: the cut favours that class)

@@ -311,6 +311,27 @@ def test_cleanse_refuses_values_made_for_other_rows(breast_cancer_small, tmp_pat
         cleanse(result, model, frame.iloc[perm], y[perm], Xv, yv)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_a_saved_result_of_a_table_indexed_by_time_cleanses_that_table(
+        breast_cancer_small, tmp_path, suffix):
+    # its times are saved as text ('2020-01-01'), compared with numpy's text of the table's
+    # ('2020-01-01T00:00:00.000000'): "values were made for other rows than X's"
+    import pandas as pd
+
+    d = breast_cancer_small
+    (X, y), (Xv, yv) = d.train, d.val
+    frame = pd.DataFrame(X, index=pd.date_range("2020-01-01", periods=len(y), freq="D"))
+    n = len(y)
+    result = ValuationResult("x", np.arange(n, dtype=float), np.ones(n, int), np.zeros(n),
+                             index=frame.index.to_numpy())
+    model = DecisionTreeClassifier(max_depth=2, random_state=0)
+    loaded = ValuationResult.load(result.save(tmp_path / f"r{suffix}"))
+    assert cleanse(loaded, model, frame, y, Xv, yv).n_remove == \
+        cleanse(result, model, frame, y, Xv, yv).n_remove
+    with pytest.raises(ValueError, match="values were made for other rows than X's"):
+        cleanse(loaded, model, frame.iloc[::-1], y[::-1], Xv, yv)
+
+
 @pytest.mark.parametrize("seed", [-1, 1.5, "a"])
 def test_ranking_refuses_a_seed_by_name(seed):
     # numpy's SeedSequence refused these from deep inside ('expected non-negative integer',

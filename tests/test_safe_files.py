@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
@@ -140,6 +141,27 @@ def test_a_named_eligibility_interval_survives_a_round_trip(tmp_path: Path) -> N
     r.extra["eligibility_interval"] = "moderated"
     back = ValuationResult.load(r.save(tmp_path / "r.json"))
     assert back.extra["eligibility_interval"] == "moderated"
+
+
+@pytest.mark.parametrize(("labels", "saved"), [
+    (pd.date_range("2020-01-01", periods=3, freq="D"),
+     ["2020-01-01", "2020-01-02", "2020-01-03"]),
+    (pd.MultiIndex.from_arrays([[1, 2, 3], ["x", "y", "z"]]), ["(1, 'x')", "(2, 'y')",
+                                                               "(3, 'z')"]),
+    (pd.period_range("2020-01", periods=3, freq="M"), ["2020-01", "2020-02", "2020-03"]),
+], ids=["times", "tuples", "periods"])
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_row_labels_that_are_no_text_or_number_are_saved_as_their_text(
+        tmp_path: Path, labels: pd.Index, saved: list[str], suffix: str) -> None:
+    # a method fitted on a table indexed by time keeps its times: .json failed with json's
+    # "Object of type datetime is not JSON serializable"; a MultiIndex's tuples were saved
+    # as lists that load refused (.json) or failed numpy's "setting an array element with
+    # a sequence" (.npz)
+    r = _result()
+    r.index = labels.to_numpy()
+    back = ValuationResult.load(r.save(tmp_path / f"r{suffix}"))
+    assert back.index.tolist() == saved
+    np.testing.assert_array_equal(back.values, r.values)
 
 
 def test_a_link_at_the_temporary_name_is_not_written_through(tmp_path: Path) -> None:

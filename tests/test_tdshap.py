@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -303,6 +304,43 @@ def test_labels_mixing_text_and_numbers_are_refused_by_every_method(make):
     if not isinstance(make(), DataOOB):  # which ignores validation rows
         with pytest.raises(ValueError, match=r"y_val mixes text and numbers as labels"):
             make().fit(X_OK, Y_OK, X_OK, mixed)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_numbers_held_as_objects_are_labels_for_every_method(make):
+    # a table's object column (df["label"].to_numpy()): scikit-learn called the labels
+    # "unknown" and every fit failed, with "fix the model" for a fix; k-NN Shapley took them
+    X = np.random.default_rng(0).normal(size=(20, 2))
+
+    def values(y: Any, y_val: Any) -> np.ndarray:
+        method = make()
+        if "random_state" in method.get_params():
+            method.set_params(random_state=0)
+        return method.fit(X, y, X, y_val).result_.values
+
+    np.testing.assert_array_equal(values(Y_OK.astype(object), pd.Series(Y_OK, dtype=object)),
+                                  values(Y_OK, Y_OK))
+    # Python ints that floats cannot tell apart are refused, not made one class
+    huge = np.array([2**70 + int(v) for v in Y_OK], dtype=object)
+    with pytest.raises(ValueError, match="y holds whole numbers too large for floating point"):
+        values(huge, huge)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_float_labels_past_int64_are_refused_by_every_method(make):
+    # scikit-learn read them as continuous: every fit failed, "fix the model"
+    huge = np.where(Y_OK == 1, 1e20, -1e20)
+    with pytest.raises(ValueError, match=r"y holds class labels too large for scikit-learn's "
+                       r"classifiers \(up to 1e\+20\)"):
+        make().fit(X_OK, huge, X_OK, huge)
+
+
+@pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
+def test_binned_labels_are_refused_by_every_method_with_the_fix(make):
+    # pandas.cut's intervals failed every fit as scikit-learn's "unknown" label type
+    binned = pd.Series(pd.cut(Y_OK, bins=[-1, 0.5, 2]))
+    with pytest.raises(ValueError, match=r"y holds a label of type Interval .*labels=False"):
+        make().fit(X_OK, binned, X_OK, Y_OK)
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)

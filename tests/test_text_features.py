@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tdshap.app.splits import Split
@@ -117,6 +118,19 @@ def test_tfidf_lsa_is_fitted_on_train_and_separates_topics():
     np.testing.assert_array_equal(y[:30][nearest], y[30:])
     with pytest.raises(ValueError, match="at least 3"):
         tfidf_lsa(["a", "b"])
+
+
+def test_tfidf_lsa_of_no_held_out_texts_or_texts_without_characters():
+    # an empty test set was scikit-learn's "Found array with 0 sample(s)"; empty training
+    # texts its "empty vocabulary; perhaps the documents only contain stop words"
+    docs, _ = topic_docs(40)
+    _, rep_none = tfidf_lsa(docs, [], n_components=4)
+    assert rep_none.shape == (0, 4) and rep_none.dtype == np.float32
+    with pytest.raises(ValueError, match="no character n-gram in any of the training texts"):
+        tfidf_lsa(["", "", ""])
+    # a "string" Series' missing text is missing, not a value to convert
+    with pytest.raises(ValueError, match=r"train\[3\] is <NA> .*fill in or drop the missing"):
+        tfidf_lsa(pd.Series([*docs[:3], None], dtype="string"))
 
 
 def test_e5_embeds_japanese_offline_and_caches(tmp_path):

@@ -203,6 +203,12 @@ def check_exact_as_floats(column: pd.Series, floats: pd.Series, what: str) -> No
             "it is a code, write it as text (e.g. with a letter before it).")
 
 
+def one_feature(X: Any, name: str) -> str:
+    """The fix for a 1-D ``X`` (named ``name``): a pandas Series has no ``reshape``."""
+    single = f"{name}.to_frame()" if isinstance(X, pd.Series) else f"{name}.reshape(-1, 1)"
+    return f"use {single} for a single feature"
+
+
 def as_features(X: Any, name: str) -> np.ndarray:
     """``X`` as a finite numeric 2-D float array, or a ``ValueError`` that says why not."""
     check_not_estimator(X, name)
@@ -243,10 +249,8 @@ def as_features(X: Any, name: str) -> np.ndarray:
     elif arr.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}.")
     if arr.ndim == 1:
-        raise ValueError(
-            f"{name} must be 2-D (rows x features), got a 1-D array; "
-            "use X.reshape(-1, 1) for a single feature."
-        )
+        raise ValueError(f"{name} must be 2-D (rows x features), got a 1-D array; "
+                         f"{one_feature(X, name)}.")
     if arr.ndim < 2:
         raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim}-D.")
     if 0 in arr.shape[1:]:  # every row alike: nothing to learn from or measure distances on
@@ -291,19 +295,48 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
         raise ValueError(
             f"{x_name} has {n_rows} rows but {name} has {len(arr)}: they must have the same length."
         )
+    if arr.dtype == object and pd.isna(arr).any():
+        raise ValueError(f"{name} contains missing values; drop those rows first.")
+    # bytes as given: check_label_kinds names them beside text labels (b"0" != "0")
+    arr = plain_labels(arr, name, keep_bytes=True)
     if arr.dtype.kind == "c":  # scikit-learn's "Complex data not supported" on every fit
         raise ValueError(f"{name} holds complex numbers: a target must be real numbers or "
                          f"labels; give its real part (np.real({name})) or its magnitude "
                          f"(np.abs({name})).")
     if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values; drop those rows first.")
-    if arr.dtype == object and pd.isna(arr).any():
-        raise ValueError(f"{name} contains missing values; drop those rows first.")
-    if arr.dtype == object and len({isinstance(v, str) for v in arr}) > 1:
-        # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"
-        raise ValueError(f"{name} mixes text and numbers as labels: give every label the "
-                         "same type (e.g. all text).")
     return arr
+
+
+def plain_labels(values: np.ndarray, what: str, *, keep_bytes: bool = False) -> np.ndarray:
+    """Targets held as Python objects (``values``, none missing) as scikit-learn takes
+    them: text as it is, numbers (Python ints, Decimals, a table's object column, a
+    nullable column's values) as a numeric array. scikit-learn calls an object array whose
+    first value is no text "unknown": every classifier's fit failed, and the error said
+    to fix the model. Other values (``pandas.cut``'s intervals, periods) are refused for
+    that reason, and bytes (read as numbers where they are digits) unless ``keep_bytes``.
+    ``what``: the targets in the message ("y", "target column 'y'")."""
+    if values.dtype != object:
+        return values
+    kinds = {isinstance(v, str) for v in values}
+    if len(kinds) > 1:
+        # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"
+        raise ValueError(f"{what} mixes text and numbers as labels: give every label the "
+                         "same type (e.g. all text).")
+    if kinds != {False}:
+        return values
+    if keep_bytes and all(isinstance(v, bytes) for v in values):
+        return values
+    numbers = pd.to_numeric(pd.Series(values), errors="coerce")
+    if numbers.isna().any():
+        odd = values[int(np.flatnonzero(numbers.isna().to_numpy())[0])]
+        bins = (" (pandas.cut(..., labels=False) numbers its bins)"
+                if isinstance(odd, pd.Interval) else "")
+        raise ValueError(f"{what} holds a label of type {type(odd).__name__} "
+                         f"({shown(odd, 60)}): give labels as text or numbers{bins}.")
+    # Python ints past 2**53 as floats: 2**70 and 2**70 + 1 would be one class, silently
+    check_exact_as_floats(pd.Series(values), numbers, what)
+    return numbers.to_numpy()
 
 
 def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
@@ -563,7 +596,9 @@ def as_texts(texts: Any, name: str = "texts") -> list[str]:
             fix = ("decode it first (t.decode('utf-8', errors='replace'))"
                    if isinstance(t, bytes | bytearray) else "fill in or drop the missing "
                    "texts first (e.g. series.fillna(''))" if t is None or (
-                       isinstance(t, float) and t != t) else "convert it to text first")
+                       # pandas.NA: a missing text of a "string" Series
+                       pd.api.types.is_scalar(t) and pd.isna(t)) else "convert it to text "
+                   "first")
             raise ValueError(f"{name}[{i}] is {shown(t, 40)} ({type(t).__name__}), not a "
                              f"text: {fix}.")
         try:
@@ -581,10 +616,30 @@ def plain_value(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+#: scikit-learn takes whole-number float labels as classes only where they fit an int64
+LARGEST_FLOAT_CLASS = 2.0**63
+
+
+def check_class_labels(y: np.ndarray, what: str) -> None:
+    """Refuse float class labels past :data:`LARGEST_FLOAT_CLASS` (1e20, a 2**70 id read
+    as a number): scikit-learn's classifiers read them as continuous, so every fit failed
+    ("Unknown label type: continuous") and the error said to fix the model."""
+    if y.dtype.kind != "f" or not len(y):
+        return
+    largest = float(np.abs(y).max())
+    if largest >= LARGEST_FLOAT_CLASS:
+        raise ValueError(f"{what} holds class labels too large for scikit-learn's "
+                         f"classifiers (up to {largest:.6g}), which read labels past 2**63 "
+                         "as continuous numbers: write them as text (e.g. with a letter "
+                         "before them) or as smaller codes, or make it a regression.")
+
+
 def check_target_varies(y: np.ndarray, classification: bool = True, name: str = "y") -> None:
     """Refuse training targets of a single class (or a constant regression target): every
     model predicts it whatever rows it keeps, so every row was worth the same and the
     values (all 0, or all 1) said nothing."""
+    if classification:
+        check_class_labels(y, name)
     levels = pd.unique(y)
     if len(levels) >= 2:
         return

@@ -69,7 +69,7 @@ from tdshap.cut import (
     suited,
     suited_regressor,
 )
-from tdshap.result import ValuationResult
+from tdshap.result import ValuationResult, label_text
 from tdshap.utility.base import (
     check_scoring,
     check_some_fit_worked,
@@ -182,7 +182,7 @@ def _check_same_rows(values: Any, X: Any) -> None:
     labels = getattr(X, "index", None)
     if saved is None or labels is None or len(saved) != len(labels):
         return
-    theirs, ours = np.asarray(saved).astype(str), np.asarray(labels).astype(str)
+    theirs, ours = label_text(saved), label_text(labels)
     if not np.array_equal(theirs, ours):
         at = int(np.flatnonzero(theirs != ours)[0])
         there, here = str(theirs[at]), str(ours[at])

@@ -108,6 +108,26 @@ def _are_labels(index: Any, n: int) -> bool:
         isinstance(x, list | dict | np.ndarray) for x in arr))
 
 
+def _saved_index(index: np.ndarray) -> np.ndarray:
+    """``index`` as both file formats keep it: text, real numbers, booleans and None as they
+    are, other row labels (a DatetimeIndex's times, a MultiIndex's tuples, periods) as
+    their text. JSON has no type for those: the result of a table indexed by time failed to
+    save with json's "Object of type datetime is not JSON serializable", a tuple was
+    written as a list that load refused, and .npz failed on it with numpy's "setting an
+    array element with a sequence"."""
+    if index.dtype.kind in "biufU" or (index.dtype == object and all(
+            v is None or isinstance(v, str | numbers.Real) for v in index)):
+        return index
+    return pd.Index(index, tupleize_cols=False).astype(str).to_numpy()
+
+
+def label_text(index: Any) -> np.ndarray:
+    """Row labels as the text a saved result holds for them: a table's labels and a loaded
+    result's compare alike (a DatetimeIndex's numpy text, '2020-01-01T00:00:00.000000',
+    was not the saved '2020-01-01')."""
+    return _saved_index(np.asarray(index)).astype(str)
+
+
 def _removed_flags(removed: Any, n: int) -> np.ndarray:
     """One flag per row from ``removed``: row positions in ``[0, n)``, or ``n`` true/false flags.
 
@@ -337,6 +357,8 @@ class ValuationResult:
         out = self._meta()
         for name in _ARRAYS:
             arr = getattr(self, name)
+            if arr is not None and name == "index":
+                arr = _saved_index(np.asarray(arr))
             out[name] = None if arr is None else jsonable(np.asarray(arr))
         return out
 
@@ -360,8 +382,10 @@ class ValuationResult:
             arrays = {
                 n: np.asarray(getattr(self, n)) for n in _ARRAYS if getattr(self, n) is not None
             }
-            if "index" in arrays and arrays["index"].dtype == object:
-                arrays["index"] = arrays["index"].astype(str)
+            if "index" in arrays:
+                arrays["index"] = _saved_index(arrays["index"])
+                if arrays["index"].dtype == object:  # saved without pickle: as text
+                    arrays["index"] = arrays["index"].astype(str)
             buf = io.BytesIO()
             # numpy's stub lets **arrays match savez's allow_pickle: bool; keys are field names
             np.savez(buf, meta=np.array(json.dumps(self._meta())), **arrays)  # type: ignore[arg-type]

@@ -207,10 +207,20 @@ def tfidf_lsa(train: Sequence[Any], *others: Sequence[Any], n_components: int = 
     others = tuple(as_texts(o, f"others[{i}]") for i, o in enumerate(others))
     if len(docs) < 3:
         raise ValueError(f"tfidf_lsa needs at least 3 training texts, got {len(docs)}.")
+    min_df = 2 if len(docs) >= 20 else 1
     vec = TfidfVectorizer(analyzer="char", ngram_range=ngram_range, sublinear_tf=True,
-                          min_df=2 if len(docs) >= 20 else 1, max_features=max_features)
-    counts = vec.fit_transform(docs)
+                          min_df=min_df, max_features=max_features)
+    try:
+        counts = vec.fit_transform(docs)
+    except ValueError as err:  # scikit-learn's own words named its stop words and min_df
+        if "empty vocabulary" not in str(err) and "no terms remain" not in str(err):
+            raise
+        raise ValueError(f"tfidf_lsa found no character n-gram in {'two' if min_df == 2 else 'any'}"
+                         " of the training texts (they are empty, or share no characters): "
+                         "give texts with characters in common.") from None
     k = max(1, min(int(n_components), counts.shape[0] - 1, counts.shape[1] - 1))
     svd = TruncatedSVD(k, random_state=random_state).fit(counts)
-    parts = [counts, *(vec.transform(o) for o in others)]
-    return [normalize(svd.transform(p)).astype(np.float32) for p in parts]
+    # no texts (an empty test set): no rows, where scikit-learn refused "0 sample(s)"
+    return [normalize(svd.transform(counts)).astype(np.float32), *(
+        normalize(svd.transform(vec.transform(o))).astype(np.float32) if o
+        else np.zeros((0, k), np.float32) for o in others)]

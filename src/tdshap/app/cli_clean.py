@@ -237,8 +237,8 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Write into an --out that holds other files too (outputs replace "
                      "files of the same names; input files are never written)."),
         click.option("--resume", is_flag=True,
-                     help=f"Continue the run saved in OUT/{CHECKPOINT_NAME} (every run saves "
-                     "its state there as it goes) with the same data and settings; a larger "
+                     help=f"Continue the run saved in OUT/{CHECKPOINT_NAME} (a TDShap run "
+                     "saves its state there as it goes) with the same data and settings; a larger "
                      "--max-iter or --time-budget extends it."),
         click.option("--progress/--no-progress", default=True, show_default=True),
     ]
@@ -522,9 +522,12 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
                                  "a checkpoint (the file a run saves there): move or rename "
                                  "the folder, then run without --resume.")
         if not checkpoints[0].is_file():
+            # "every run saves one" sent the user of a thresholding Data-OOB run or a closed
+            # form (auto's k-NN Shapley), which save none, back to the run they had made
             raise ValueError(f"--resume: there is no checkpoint {opts['out'] / CHECKPOINT_NAME} "
-                             "to continue; run without --resume first (every run saves one "
-                             "in --out).")
+                             "to continue; run without --resume (only a TDShap run, --method "
+                             "tdshap, saves one in --out as it goes: the other methods' runs "
+                             "are short).")
         for checkpoint in checkpoints:  # not a checkpoint at all: refused before any work
             if checkpoint.is_file():
                 read_checkpoint(checkpoint)

@@ -40,6 +40,7 @@ from tdshap._validation import (
     check_unmasked,
     listed,
     names,
+    one_feature,
     unseen_classes,
     warn_one_class,
     warn_target_copies,
@@ -116,7 +117,9 @@ def _as_frame(X: Any, name: str) -> pd.DataFrame:
         check_not_records(arr, name)
         check_not_single(arr, X, name, "rows x features", "DataFrame")
         if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}.")
+            fix = f"; {one_feature(X, name)}" if arr.ndim == 1 else ""
+            raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}"
+                             f"{fix}.")
         frame = _array_frame(arr)
     if len(frame) == 0 or frame.shape[1] == 0:
         raise ValueError(f"{name} has {len(frame)} rows and {frame.shape[1]} columns: it needs "

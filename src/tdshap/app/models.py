@@ -141,12 +141,27 @@ def _not_a_number(word: str) -> Any:
                          "standard JSON): give a finite number.", "params")
 
 
+#: Whole numbers longer than this are refused (no estimator parameter needs more digits).
+MAX_PARAM_DIGITS = 100
+
+
+def _whole_number(text: str) -> int:
+    # Python itself refuses ints of more than 4,300 digits, in words that named neither
+    # --params nor the fix ("Exceeds the limit (4300 digits) for integer string conversion")
+    if len(text.lstrip("-")) > MAX_PARAM_DIGITS:
+        raise ParameterError(f"`params` holds a whole number of {len(text.lstrip('-')):,} "
+                             f"digits, more than any model parameter takes (at most "
+                             f"{MAX_PARAM_DIGITS}): give a smaller number.", "params")
+    return int(text)
+
+
 def parse_params(text: str | None) -> dict[str, Any]:
     """The model's parameters as a JSON object of scalars and lists, or a ``ParameterError``."""
     if text is None or not text.strip():
         return {}
     try:
-        params = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_not_a_number)
+        params = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_not_a_number,
+                            parse_int=_whole_number)
     except json.JSONDecodeError as err:
         raise ParameterError(
             f"`params` is not valid JSON ({err.msg} at character {err.pos}): "

@@ -71,6 +71,7 @@ from sklearn.preprocessing import OneHotEncoder
 from tdshap._validation import (
     EXACT_FLOATS,
     ParameterError,
+    check_class_labels,
     check_exact_as_floats,
     check_number,
     check_squarable,
@@ -78,6 +79,7 @@ from tdshap._validation import (
     column_difference,
     column_spread,
     names,
+    plain_labels,
     plain_value,
 )
 
@@ -565,20 +567,14 @@ def check_target(y: pd.Series, task: str, min_classes: int = 2,
                              "rescale it, e.g. to other units (multiply it by "
                              f"1e{int(np.ceil(-np.log10(spread)))}, say).")
         return values
-    kinds = {isinstance(v, str) for v in y.to_numpy()} if y.dtype == object else set()
-    if len(kinds) > 1:
-        raise ValueError(f"target column {name!r} mixes text and numbers as labels: give every "
-                         "label the same type (e.g. all text).")
-    if kinds == {False}:  # objects that are not text: numbers are labels, anything else not
-        numbers = pd.to_numeric(y, errors="coerce")
-        if numbers.isna().any():
-            odd = y.iloc[int(np.flatnonzero(numbers.isna().to_numpy())[0])]
-            raise ValueError(f"target column {name!r} holds a label of type "
-                             f"{type(odd).__name__} ({odd!r:.60}): give labels as text or "
-                             "numbers.")
-        y = pd.Series(numbers, index=y.index, name=name)
+    cells = y.to_numpy()
+    # by its values, not its dtype: a categorical (pandas.cut's intervals), period or
+    # interval column holds Python objects too
+    if cells.dtype == object:
+        y = pd.Series(plain_labels(cells, f"target column {name!r}"), index=y.index, name=name)
     if pd.api.types.is_complex_dtype(y):
         raise ValueError(f"target column {name!r} holds complex numbers: it cannot be a label.")
+    check_class_labels(y.to_numpy(), f"target column {name!r}")
     if y.nunique() < min_classes:
         # labels a file gave as digits are read as numbers: "007" and "7" are one class
         merged = (" (a file's labels are read as numbers where they all are: '007' and '7', "
