@@ -655,7 +655,10 @@ def _rank(dist: np.ndarray) -> np.ndarray:
     # a distance below 0 (its sign bit) or NaN has bits above infinity's, so sorts last
     if (keys[:, -1] >> np.uint64(bits) > _INF_BITS >> bits).any():
         return _rank_argsort(dist)
-    order = np.bitwise_and(keys, low).view(np.intp)  # columns below 2**24: same bits
+    columns = np.bitwise_and(keys, low)
+    # columns below 2**24: the same bits as a 64-bit intp (a copy where intp is 32-bit)
+    order = columns.view(np.intp) if np.dtype(np.intp).itemsize == 8 else \
+        columns.astype(np.intp)
     keys >>= np.uint64(bits)
     shared = keys[:, 1:] == keys[:, :-1]
     if shared.any():
