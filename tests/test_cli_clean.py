@@ -956,6 +956,17 @@ def test_value_holds_out_no_test_rows(tmp_path: Path) -> None:
     assert len(pd.read_csv(tmp_path / "out" / "values.csv")) == 30
 
 
+def test_value_refuses_a_cut_it_would_not_make(tmp_path: Path) -> None:
+    write(table(), tmp_path / "train.csv")
+    res = tdshap("value", "train.csv", "--target", "y", "--out", "out", "--cut", "paper",
+                 *FAST, cwd=tmp_path)
+    assert res.returncode != 0
+    assert res.stderr.strip().splitlines() == [
+        "Error: --cut paper chooses how many rows tdshap clean removes; tdshap value "
+        "removes none: leave --cut out, or run tdshap clean."]
+    assert not (tmp_path / "out").exists()
+
+
 def test_value_stops_after_valuation(tmp_path: Path) -> None:
     write(table(task="regression"), tmp_path / "train.csv")
     write(table(seed=1, task="regression"), tmp_path / "val.csv")

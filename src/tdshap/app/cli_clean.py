@@ -505,6 +505,9 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     given = {name for name in opts
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
     _check_options(opts, given)
+    if not do_cleanse and "cut" in given:  # silently dropped, the user thought it applied
+        raise ValueError(f"--cut {opts['cut']} chooses how many rows tdshap clean removes; "
+                         "tdshap value removes none: leave --cut out, or run tdshap clean.")
     train: Path = opts["train"]
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     every_row = opts["every_row"]
