@@ -12,15 +12,12 @@ Data-OOB looks once a bag; at 20,000 rows the full sort was 0.5 s of a 4.5 s val
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 from collections.abc import Callable
-from datetime import date
 from functools import partial
 
 import numpy as np
 
-from benchmarks.rank_sort import best_seconds
+from benchmarks.rank_sort import best_seconds, print_table_start
 from tdshap.methods.apt.bandit import APTState
 
 
@@ -40,10 +37,8 @@ def main() -> None:
     parser.add_argument("--pulls", type=int, default=100, help="k, the arms chosen per look")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    print(f"# bandit_select, {date.today()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"numpy {np.__version__}; k = {args.pulls}, best of {args.repeats}")
-    print("| arms | full sort s | select s | ratio |")
-    print("|---|---|---|---|")
+    print_table_start(f"bandit_select, k = {args.pulls}, best of {args.repeats}",
+                      ["arms", "full sort s", "select s", "ratio"])
     for n in args.arms:
         rng = np.random.default_rng(n)
         state = APTState(n, 0.0, 0.01)

@@ -20,9 +20,6 @@ machine's load moves these figures more than small changes do).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-from datetime import date
 from functools import partial
 
 import numpy as np
@@ -30,7 +27,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from benchmarks.detection import NOISE, plant_labels, plant_targets
-from benchmarks.rank_sort import best_seconds
+from benchmarks.rank_sort import best_seconds, print_table_start
 from tdshap.methods import DataOOB, KNNShapley
 
 
@@ -52,10 +49,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[300, 900, 3000])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"# exact k-NN Shapley's wall time, {date.today()}, {platform.machine()}, "
-          f"{os.cpu_count()} CPUs, best of {args.repeats}")
-    print("| N | task | closed form s | Data-OOB (200 bags) s | ratio |")
-    print("|---|---|---|---|---|")
+    print_table_start(f"exact k-NN Shapley's wall time, best of {args.repeats}",
+                      ["N", "task", "closed form s", "Data-OOB (200 bags) s", "ratio"])
     for n in args.sizes:
         for classification in (True, False):
             data = noisy_split(n, classification)

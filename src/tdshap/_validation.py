@@ -361,10 +361,11 @@ def check_same_index(X: Any, y: Any, x_name: str, y_name: str) -> None:
 def repeated_label(labels: Any) -> tuple[Any, int] | None:
     """The first label that ``labels`` (row labels) repeats and how many repeats there are,
     or None when each is its own."""
-    repeats = pd.Index(labels).duplicated()
+    index = pd.Index(labels)
+    repeats = index.duplicated()
     if not repeats.any():
         return None
-    return plain_value(pd.Index(labels)[repeats][0]), int(repeats.sum())
+    return plain_value(index[repeats][0]), int(repeats.sum())
 
 
 def check_unique_labels(X: Any, name: str) -> None:
