@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from games import exact_shapley, knn_per_query
-from tdshap.methods import KNNShapley
+from tdshap.methods import KNNShapley, knn_shapley
 from tdshap.methods.knn_shapley import _rank, clipped_targets, nearest_mask
 
 
@@ -145,6 +145,23 @@ def test_invariances():
     np.testing.assert_allclose(moved, base, atol=1e-12)
     names = np.array(["a", "b", "c"])
     np.testing.assert_allclose(KNNShapley().fit(X, names[y], Xv, names[yv]).values_, base)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_training_queries_same_with_distances_once_or_per_chunk(task, monkeypatch):
+    # 150 rows: several chunks of training queries, each reading its rows of the distances
+    # computed once (or, past MAX_SQUARE_ENTRIES, its own), and many ranks beyond K
+    X, y, Xv, yv = tiny_game(5, task, n=150, n_val=40)
+    kw = dict(n_neighbors=4, task=task, queries="both", own_label=True,
+              query_clip=2.0 if task == "regression" else None)
+    once = KNNShapley(**kw).fit(X, y, Xv, yv).values_
+    monkeypatch.setattr(knn_shapley, "MAX_CHUNK_ENTRIES", 150 * 16)
+    small = KNNShapley(**kw).fit(X, y, Xv, yv).values_
+    monkeypatch.setattr(knn_shapley, "MAX_SQUARE_ENTRIES", 0)
+    per_chunk = KNNShapley(**kw).fit(X, y, Xv, yv).values_
+    whole = KNNShapley(**kw, batch_size=200).fit(X, y, Xv, yv).values_
+    for got in (small, per_chunk, whole):
+        np.testing.assert_allclose(got, once, rtol=1e-12, atol=1e-12)
 
 
 def test_mislabelled_row_is_lowest():

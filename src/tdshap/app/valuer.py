@@ -143,8 +143,9 @@ EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
 QUERY_CLIP: float | None = 1.0
 
 #: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,
-#: 1.7 s at 5,000 rows on one core (2.5 s with 2,500 validation rows; benchmarks/scale.py;
-#: thresholding Data-OOB's lists grow slower)
+#: 0.47 s at 5,000 rows with 2,500 validation rows on one core, 0.61 s for a regressor's
+#: training rows (benchmarks/knn_shapley_speed.py, session 33; thresholding Data-OOB's
+#: lists grow slower)
 KNN_SHAPLEY_MAX_ROWS = 5000
 #: k of the k-NN whose exact Shapley values stand in for another classifier's
 PROXY_NEIGHBORS = 5

@@ -54,7 +54,7 @@ The training rows as queries (``queries="training"``)
     benchmark's eleven sets with a 5-NN (``benchmarks/detection.py``,
     docs/benchmarks.md) it ranks planted noise as well as thresholding
     Data-OOB on classification and its cut gains more. Cost: N sorts of N - 1
-    rows, O(N² log N) (about 2 s at 5,000 rows on one core).
+    rows, O(N² log N) (about 0.6 s at 5,000 rows on one core).
     ``variances`` are the spread of a row's contributions over the N
     queries, so the intervals say how much the value rests on which rows
     were sampled; the values themselves are exact for these rows, and the
@@ -122,9 +122,14 @@ from tdshap.cross_fit import DEFAULT_FOLDS, CrossFit, make_folds
 from tdshap.methods.direct import DirectValuation
 from tdshap.utility.fast.pipeline import head_features
 
-#: entries of one chunk's validation x training arrays: each float64 one is 8 MiB, and
-#: a regression chunk holds about ten at once
-MAX_CHUNK_ENTRIES = 2**20
+#: entries of one chunk's queries x training rows arrays: 1 MiB each as float64, so that
+#: the few a chunk's sums pass over again and again stay in a core's cache (L2 is 1 MiB
+#: a core on the development machine); 2**20 (8 MiB) streamed them from memory and took
+#: 1.2-1.4x as long at 3,000 rows (benchmarks/knn_shapley_speed.py, docs/benchmarks.md)
+MAX_CHUNK_ENTRIES = 2**17
+#: up to this many entries (32 MiB; 2,048 training rows), the training rows' squared
+#: distances to each other are computed once, as the symmetric half, and read chunk by chunk
+MAX_SQUARE_ENTRIES = 2**22
 DEFAULT_NEIGHBORS = 5
 #: regression targets (as centred) below this have squares near float64's smallest
 #: normal number (1e-280 against 2e-308), with no room for the division by K² and N
@@ -150,57 +155,75 @@ _METRICS = {"classification": ("accuracy",), "regression": ("neg_mse", "neg_mean
 QUERIES = ("validation", "training", "both")
 
 
-def _sum_after(a: np.ndarray) -> np.ndarray:
-    """``out[:, i] = a[:, i + 1:].sum(1)``: Σ over the rows farther than each rank."""
-    out = np.empty_like(a)
-    out[:, -1] = 0.0
-    np.cumsum(a[:, :0:-1], axis=1, out=out[:, -2::-1])
-    return out
+def _steps(n: int, k: int) -> np.ndarray:
+    """``min(K, i) / (K i)`` for the ranks ``i = 1..n``: the linear game's weight of a
+    change of ``w`` between ranks ``i`` and ``i + 1``."""
+    rank = np.arange(1, n + 1)
+    return np.minimum(k, rank) / (k * rank)
 
 
 def linear_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
     """Shapley values of ``(1/k) Σ_{i in top(S)} w_i``, rows sorted by distance (row-wise)."""
     n = w.shape[1]
-    rank = np.arange(1, n + 1)
     out = np.empty_like(w, dtype=float)
     # the steps and their sums from the far end computed in place in out[:, :-1], seen from
-    # the far end: no temporaries (this sum is most of exact k-NN Shapley's time after the
-    # sort; the same operations in the same order as steps then a reverse cumulative sum)
+    # the far end: no temporaries
     far_first = out[:, -2::-1]
     np.subtract(w[:, -2::-1], w[:, :0:-1], out=far_first)
-    far_first *= (np.minimum(k, rank[:-1]) / (k * rank[:-1]))[::-1]
+    far_first *= _steps(n - 1, k)[::-1]
     np.cumsum(far_first, axis=1, out=far_first)
     out[:, -1] = w[:, -1] * min(k, n) / (k * n)
     out[:, :-1] += out[:, -1:]
     return out
 
 
-def pair_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
-    """Shapley values of ``Σ_{i<j in top(S)} w_i w_j``, rows sorted by distance (row-wise)."""
+def squared_error_knn_shapley(w: np.ndarray, t: np.ndarray, k: int) -> np.ndarray:
+    """Shapley values of ``-((1/k) Σ_{i in top(S)} w_i - t)²`` (each row's target ``t``,
+    shape ``(queries, 1)``), rows of ``w`` sorted by distance (row-wise).
+
+    The square is a linear game in ``g = 2 t w - w² / k`` less ``2 / k²`` times the pair
+    game ``Σ_{i<j in top(S)} w_i w_j`` (module docstring). With ``B_i`` the sum of ``w``
+    nearer than rank ``i``, ``e_j`` the value of each row of a pair whose farther row
+    has rank ``j`` and ``b_j`` that of each row nearer than it, a row's pair value is
+    ``w_i e_i B_i + w_i Σ_{j>i} w_j (e_j - b_j) + Σ_{j>i} w_j b_j B_j``. The last sum
+    and the linear game's both run from the far end, so they are one running sum: three
+    in all (``B``, that one, and the middle sum). Each is a pass of ``np.cumsum``, about
+    3 ns an entry (each addition waits for the one before), most of the time after the
+    sort.
+    """
     n = w.shape[1]
-    if k < 2:
-        return np.zeros_like(w, dtype=float)
     rank = np.arange(1, n + 1, dtype=float)
     far = rank > k
     with np.errstate(divide="ignore", invalid="ignore"):
-        # e: value of each member of a pair whose farther row has this rank
         ends = np.where(far, k * (k - 1) / (2 * rank * (rank - 1)), 0.5)
-        # b: value of each row nearer than that farther row (other than its partner)
-        nearer = np.where(far, -k * (k - 1) / (rank * (rank - 1) * (rank - 2)), 0.0)
-    before = np.empty_like(w, dtype=float)  # Σ of w over the rows nearer than each rank
+        # (k = 1 has no pairs: 0/0 at rank 2)
+        nearer = np.where(rank > max(k, 2), -k * (k - 1) / (rank * (rank - 1) * (rank - 2)),
+                          0.0)
+    # the pair game's coefficients times its weight in the square, 2 / k²
+    ends, nearer = ends * (2.0 / k**2), nearer * (2.0 / k**2)
+    g = w * (2 * t - w / k)
+    before = np.empty_like(w)  # B: Σ of w over the rows nearer than each rank
     before[:, 0] = 0.0
     np.cumsum(w[:, :-1], axis=1, out=before[:, 1:])
-    # w ends before + w after(w ends - w nearer) + after(w nearer before), each term in
-    # place where it can be: these arrays are queries x rows, their sums most of the time
-    w_ends = w * ends
-    w_nearer = w * nearer
-    out = w_ends * before
-    w_ends -= w_nearer
-    term = _sum_after(w_ends)
+    out = np.empty_like(w)
+    # out[:, i] (i < n - 1): the linear game's step after rank i less the pair sum's term
+    # of rank i + 1, summed from the far end in place
+    far_first = out[:, -2::-1]
+    np.subtract(g[:, -2::-1], g[:, :0:-1], out=far_first)
+    far_first *= _steps(n - 1, k)[::-1]
+    term = w * nearer
+    term *= before
+    out[:, :-1] -= term[:, 1:]
+    np.cumsum(far_first, axis=1, out=far_first)
+    out[:, -1] = 0.0
+    out += g[:, -1:] * (min(k, n) / (k * n))
+    # Σ_{j>i} w_j (e_j - b_j): each rank's term one rank nearer, summed from the far end
+    after = np.multiply(w[:, 1:], (ends - nearer)[1:], out=term[:, :-1])
+    np.cumsum(after[:, ::-1], axis=1, out=after[:, ::-1])
+    term[:, -1] = 0.0
+    term += np.multiply(before, ends, out=before)
     term *= w
-    out += term
-    w_nearer *= before
-    out += _sum_after(w_nearer)
+    out -= term
     return out
 
 
@@ -439,9 +462,9 @@ class KNNShapley(DirectValuation):
                                      "task='regression' if it is a quantity, or "
                                      "query_clip=None." if read else "give query_clip=None."))
             yq = ya
-            # the training rows against themselves in one block, once for all that use it:
-            # the symmetric half suffices (the same sums of squared differences, half the time)
-            square = squared_distances(Xa) if n <= self._chunk_rows(n) else None
+            # the training rows against themselves, once for all that use them: the
+            # symmetric half suffices (the same sums of squared differences, half the time)
+            square = squared_distances(Xa) if n * n <= MAX_SQUARE_ENTRIES else None
             if self.query_clip is not None:
                 predicted = self._others_predict(Xa, ya, k, square)
                 yq = clipped_targets(ya, predicted, float(self.query_clip))
@@ -491,7 +514,8 @@ class KNNShapley(DirectValuation):
 
         ``own``: the queries are the training rows, each left out of its own game;
         ``own_label`` (with ``own``): each row's own query adds :func:`own_label_terms`.
-        ``square`` (with ``own``): the training rows' squared distances, when one block.
+        ``square`` (with ``own``): the training rows' squared distances to each other,
+        when computed once (each chunk's rows are changed in place).
         """
         n = len(ya)
         support = np.zeros(n) if own_label else None
@@ -503,7 +527,7 @@ class KNNShapley(DirectValuation):
         for lo in range(0, len(yq), chunk):
             rows = np.arange(lo, min(lo + chunk, len(yq)))
             order, phi = self._chunk(Xa, ya, Xq[rows], yq[rows], k, task, rows if own else None,
-                                     dist=square)
+                                     dist=None if square is None else square[lo:lo + len(rows)])
             if support is not None:
                 support[rows] = own_label_support(order[:, :k], ya, rows, k, codes)
             # each value added to its row's total (and its group's), queries in order
@@ -529,13 +553,13 @@ class KNNShapley(DirectValuation):
                         square: np.ndarray | None = None) -> np.ndarray:
         """Each training row's k-NN prediction by its ``k`` nearest other rows (ties by row
         position; the sum over K, as the utility's), in chunks as :meth:`_sums` (``square``:
-        all the rows' squared distances, when one block)."""
+        all the rows' squared distances, when computed once; changed in place)."""
         n = len(ya)
         chunk = self._chunk_rows(n)
         predicted = np.empty(n)
         for lo in range(0, n, chunk):
             rows = np.arange(lo, min(lo + chunk, n))
-            dist = square if square is not None else squared_distances(Xa[rows], Xa)
+            dist = squared_distances(Xa[rows], Xa) if square is None else square[lo:lo + len(rows)]
             dist[np.arange(len(rows)), rows] = np.inf  # never among the others (as _chunk)
             predicted[rows] = (nearest_mask(dist, min(k, n - 1)) @ ya) / k
         return predicted
@@ -561,11 +585,8 @@ class KNNShapley(DirectValuation):
         if task == "classification":
             phi = linear_knn_shapley((y[order] == yv[:, None]).astype(float), k)
         else:
-            w = np.asarray(y, dtype=float)[order]
-            t = np.asarray(yv, dtype=float)[:, None]
-            # the linear game's values are linear in its weights: one game of 2 t w - w² / k
-            phi = linear_knn_shapley(2 * t * w - w * w / k, k)
-            phi -= 2 * pair_knn_shapley(w, k) / k**2
+            phi = squared_error_knn_shapley(np.asarray(y, dtype=float)[order],
+                                            np.asarray(yv, dtype=float)[:, None], k)
         return order, phi
 
 
