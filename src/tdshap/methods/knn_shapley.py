@@ -166,10 +166,12 @@ def linear_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
     """Shapley values of ``(1/k) Σ_{i in top(S)} w_i``, rows sorted by distance (row-wise)."""
     n = w.shape[1]
     out = np.empty_like(w, dtype=float)
+    if w.dtype == bool:  # 0/1 weights (a label's matches) need not be made floats first
+        w = w.view(np.int8)
     # the steps and their sums from the far end computed in place in out[:, :-1], seen from
     # the far end: no temporaries
     far_first = out[:, -2::-1]
-    np.subtract(w[:, -2::-1], w[:, :0:-1], out=far_first)
+    np.subtract(w[:, -2::-1], w[:, :0:-1], out=far_first, dtype=float)
     far_first *= _steps(n - 1, k)[::-1]
     np.cumsum(far_first, axis=1, out=far_first)
     out[:, -1] = w[:, -1] * min(k, n) / (k * n)
@@ -450,6 +452,13 @@ class KNNShapley(DirectValuation):
         n = len(ya)
         extra: dict[str, Any] = {"n_neighbors": k, "task": task, "center": bool(self.center),
                                  "queries": self.queries, "own_label": bool(self.own_label)}
+        if task == "classification":
+            # small integer codes in place of the labels, whatever their type (in the labels'
+            # sorted order, so the folds below are the same): each chunk gathers and
+            # compares N labels a query
+            codes = np.unique(np.concatenate([ya, yv]), return_inverse=True)[1].ravel()
+            codes = codes.astype(np.min_scalar_type(codes.max()))
+            ya, yv = codes[:n], codes[n:]
         modes = []  # (value sums per group of queries, squares, queries per group)
         if training:
             if self.query_clip is not None and task != "regression":
@@ -583,7 +592,7 @@ class KNNShapley(DirectValuation):
         if own is not None:
             order = order[:, :-1]
         if task == "classification":
-            phi = linear_knn_shapley((y[order] == yv[:, None]).astype(float), k)
+            phi = linear_knn_shapley(y[order] == yv[:, None], k)
         else:
             phi = squared_error_knn_shapley(np.asarray(y, dtype=float)[order],
                                             np.asarray(yv, dtype=float)[:, None], k)
