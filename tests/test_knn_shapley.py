@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from games import exact_shapley, knn_per_query
 from tdshap.methods import KNNShapley, knn_shapley
-from tdshap.methods.knn_shapley import _rank, clipped_targets, nearest_mask
+from tdshap.methods.knn_shapley import _rank, clipped_targets, nearest_mask, nearest_sums
 
 
 def knn_utility(X, y, X_val, y_val, k, task):
@@ -545,6 +545,16 @@ def test_nearest_mask_is_the_first_k_of_the_stable_order_whatever_the_ties(k):
     expected = np.zeros_like(dist)
     np.put_along_axis(expected, _rank(dist)[:, :k], 1.0, axis=1)
     np.testing.assert_array_equal(nearest_mask(dist, k), expected)
+    if k < dist.shape[1]:  # the sums over those columns, from one partition
+        values = rng.normal(size=dist.shape[1])
+        np.testing.assert_allclose(nearest_sums(dist, values, k), expected @ values,
+                                   rtol=1e-12, atol=1e-12)
+        # no ties: every row from the partition alone
+        distinct = rng.permutation(dist.size).reshape(dist.shape).astype(float)
+        mask = np.zeros_like(dist)
+        np.put_along_axis(mask, _rank(distinct)[:, :k], 1.0, axis=1)
+        np.testing.assert_allclose(nearest_sums(distinct, values, k), mask @ values,
+                                   rtol=1e-12, atol=1e-12)
 
 
 def test_find_harmful_clips_a_regressors_queries_and_not_a_classifiers():

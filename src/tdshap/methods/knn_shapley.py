@@ -459,6 +459,7 @@ class KNNShapley(DirectValuation):
             codes = np.unique(np.concatenate([ya, yv]), return_inverse=True)[1].ravel()
             codes = codes.astype(np.min_scalar_type(codes.max()))
             ya, yv = codes[:n], codes[n:]
+        _keep_freed_memory()
         modes = []  # (value sums per group of queries, squares, queries per group)
         if training:
             if self.query_clip is not None and task != "regression":
@@ -570,7 +571,7 @@ class KNNShapley(DirectValuation):
             rows = np.arange(lo, min(lo + chunk, n))
             dist = squared_distances(Xa[rows], Xa) if square is None else square[lo:lo + len(rows)]
             dist[np.arange(len(rows)), rows] = np.inf  # never among the others (as _chunk)
-            predicted[rows] = (nearest_mask(dist, min(k, n - 1)) @ ya) / k
+            predicted[rows] = nearest_sums(dist, ya, min(k, n - 1)) / k
         return predicted
 
     @staticmethod
@@ -661,6 +662,25 @@ def nearest_mask(dist: np.ndarray, k: int) -> np.ndarray:
     return mask.astype(float)
 
 
+def nearest_sums(dist: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """Each row's sum of ``values`` over its ``k`` smallest columns of ``dist``, ties in
+    column order (the first ``k`` of :func:`_rank`'s order; ``k`` below the columns).
+
+    From one partition: the ``k`` smallest columns in some order are the right ones
+    unless the ``k``-th smallest distance is shared with a column left out; only those
+    rows take :func:`nearest_mask` (several passes over the row).
+    """
+    part = np.argpartition(dist, k, axis=1)
+    near = part[:, :k]
+    inside = np.take_along_axis(dist, near, axis=1).max(axis=1)
+    outside = np.take_along_axis(dist, part[:, k:k + 1], axis=1)[:, 0]
+    sums = values[near].sum(axis=1)
+    tied = np.flatnonzero(inside == outside)
+    if tied.size:
+        sums[tied] = nearest_mask(dist[tied], k) @ values
+    return sums
+
+
 def _rank(dist: np.ndarray) -> np.ndarray:
     """Each row's columns from nearest to farthest, ties in column order.
 
@@ -710,6 +730,20 @@ def _rank_argsort(dist: np.ndarray) -> np.ndarray:
     if redo.size:
         order[redo] = np.argsort(dist[redo], axis=1, kind="stable")
     return order
+
+
+def _keep_freed_memory() -> None:
+    """Let the chunks' arrays be reused, not paged in afresh, where the allocator is glibc's.
+
+    glibc gives freed heap memory back to the system once more than its trim threshold
+    (at first 256 KiB) is free at the top, so a chunk's dozen fresh 1 MiB arrays were
+    paged in again chunk after chunk: 10,000-31,000 page faults in a 3,000-row fit, 10-20%
+    of its time in a fresh process (``benchmarks/knn_fresh_process.py``). Freeing one
+    memory-mapped block raises both thresholds to its size and twice that (mallopt(3),
+    "dynamic mmap threshold"); a block of 16 chunks' entries, never touched, costs no
+    more than a system call. Other allocators ignore it.
+    """
+    np.empty(16 * MAX_CHUNK_ENTRIES)
 
 
 def _mix(modes: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray, int]:
