@@ -258,12 +258,36 @@ def test_a_number_beyond_the_float_range_says_why_it_is_inf(tmp_path: Path) -> N
                        "such as 1e400, is read as inf)")
 
 
+def test_a_held_out_row_too_large_to_standardise_is_named_by_column_and_row(
+        tmp_path: Path) -> None:
+    # a row of TRAIN held out for validation or test: "X_val's column 0 has values too large
+    # to standardise" (or X_test's), an argument and an encoded column the command has not
+    frame = table()
+    for row in range(len(frame)):
+        frame["a"] = table()["a"].where(frame.index != row, 1e307)
+        write(frame, tmp_path / "t.csv")
+        res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+        assert res.returncode == 2
+        if "X_" in res.stderr or "has a value too large" in res.stderr:
+            break  # a held-out row (the training rows' own is refused by its spread)
+    assert_input_error(res, tmp_path / "out", f"column 'a' has a value too large to "
+                       f"standardise in row {row} (1e+307): rescale the column")
+
+
 @pytest.mark.parametrize(("change", "words"), [
     (lambda v: v.assign(a="x"),
      ("column 'a' of the validation data holds 'x' in row 0", "numeric in the training")),
     (lambda v: v.assign(y=(v["a"] > 0).astype(int)),
      ("validation labels (", "share no class with the training labels ('no', 'yes')")),
-], ids=["text-in-numbers", "other-labels"])
+    # "column 'a' has inf in row 4" named no file: TRAIN's row 4 read as the one meant
+    (lambda v: v.assign(a=np.where(v.index == 4, np.inf, v["a"])),
+     ("column 'a' of the validation data has inf in row 4",)),
+    # finite with the training rows' spread, too large for the validation rows' own: it was
+    # "X_val's column 0 has values too large to standardise", an argument the command has not
+    (lambda v: v.assign(a=np.where(v.index == 4, 1e307, v["a"])),
+     ("column 'a' of the validation data has a value too large to standardise in row 4 "
+      "(1e+307): rescale the column",)),
+], ids=["text-in-numbers", "other-labels", "inf", "beyond-its-spread"])
 def test_validation_data_unlike_the_training_data(tmp_path: Path, train: Path, change: Any,
                                                   words: tuple[str, ...]) -> None:
     write(change(table(seed=1)), tmp_path / "val.csv")

@@ -70,6 +70,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from tdshap._validation import (
     EXACT_FLOATS,
+    SPREAD_SAFE,
     ParameterError,
     check_class_labels,
     check_exact_as_floats,
@@ -775,15 +776,17 @@ class TableEncoder:
         parts = []
         if self.numeric_:
             raw = _numbers(X, self.numeric_, what)
-            _check_finite(raw)
+            _check_finite(raw, what)
             num = self._fill_numbers(raw.to_numpy())
             with np.errstate(over="ignore", invalid="ignore"):
                 scaled = (num - self.mean_) / self.scale_
-            if not np.isfinite(scaled).all():
-                pos, col = (int(v[0]) for v in np.nonzero(~np.isfinite(scaled)))
+            at = _too_large(scaled)
+            if at is not None:
+                pos, col = at
                 raise ValueError(
-                    f"column {self.numeric_[col]!r} has a value too large to standardise in "
-                    f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
+                    f"column {self.numeric_[col]!r}{_of_held_out(what)} has a value too large "
+                    f"to standardise in row {X.index[pos]} ({num[pos, col]:.3g}): rescale the "
+                    "column.")
             if what != "training data":  # the file's own held-out rows are training data
                 self._warn_constant(num, X.index, what)
             parts.append(scaled)
@@ -1184,15 +1187,43 @@ def _large_whole(X: pd.DataFrame, columns: list[Any]) -> list[Any]:
                     if pd.api.types.is_object_dtype(d)]
 
 
-def _check_finite(num: pd.DataFrame) -> None:
-    """Refuse inf in a numeric column, naming the column and the row (its label)."""
+def _check_finite(num: pd.DataFrame, what: str = "training data") -> None:
+    """Refuse inf in a numeric column, naming the column, the row (its label) and, for
+    held-out data (``what``), its file: "in row 3" of a --val file read as TRAIN's row 3."""
     values = num.to_numpy()
     bad = np.isinf(values)
     if bad.any():
         pos, col = (int(v[0]) for v in np.nonzero(bad))
         raise ValueError(
-            f"column {num.columns[col]!r} has {values[pos, col]} in row {num.index[pos]}: "
+            f"column {num.columns[col]!r}{_of_held_out(what)} has {values[pos, col]} in row "
+            f"{num.index[pos]}: "
             f"replace it with a finite value or drop the row{_BEYOND_FLOATS}.")
+
+
+def _too_large(scaled: np.ndarray) -> tuple[int, int] | None:
+    """``(row, column)`` of a standardised value that is not finite, or the largest of a
+    column whose own spread overflows (values near 1e154 and up), or None. The training
+    rows' spread can leave a held-out row's 1e307 finite; the valuation measures each set
+    of rows' spread again and refused it as "X_val's column 0" (an encoded column, of an
+    argument the command has not)."""
+    bad = ~np.isfinite(scaled)
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        return int(rows[0]), int(cols[0])
+    large = np.flatnonzero(np.maximum(scaled.max(axis=0, initial=0.0),
+                                      -scaled.min(axis=0, initial=0.0)) > SPREAD_SAFE)
+    for col in large:
+        try:
+            column_spread(scaled[:, [col]], [col])
+        except ValueError:
+            return int(np.argmax(np.abs(scaled[:, col]))), int(col)
+    return None
+
+
+def _of_held_out(what: str) -> str:
+    """" of the validation data" after a column's name for held-out rows (``what``) given
+    apart from TRAIN; "" for the training data (TRAIN's own held-out rows included)."""
+    return "" if what == "training data" else f" of the {what}"
 
 
 # -- holding rows out ---------------------------------------------------------
