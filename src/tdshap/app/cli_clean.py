@@ -266,6 +266,9 @@ UNNAMED_INDEX = "Unnamed: 0"
 _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 #: CSV values are read without the spaces that follow a separator (" 007" is "007")
 _SPACES_NOTE = " (a CSV value's leading spaces are not part of it: ' 007' reads as '007')"
+#: why a CSV file's id may be missing though its cell is not empty: "NA" (Namibia's code)
+_MISSING_IDS_NOTE = (" (a CSV file's cells NA, N/A, null, None, NaN and empty ones are read as "
+                     "missing: an id of such a name needs another, e.g. 'N.A.')")
 
 
 def _near_name(columns: pd.Index, name: str, label: str) -> str:
@@ -316,7 +319,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         if ids.isna().any():
             row = int(np.flatnonzero(ids.isna().to_numpy())[0])
             raise ValueError(f"id column {id_column!r} of {what} {path} has {int(ids.isna().sum())}"
-                             f" missing ids (first at data row {row}): give every row an id.")
+                             f" missing ids (first at data row {row}): give every row an id"
+                             f"{_MISSING_IDS_NOTE if not is_parquet(path) else ''}.")
         if ids.duplicated().any():
             dup = plain_value(ids[ids.duplicated()].iloc[0])
             raise ValueError(f"id column {id_column!r} of {what} {path} repeats ids (e.g. "
