@@ -137,6 +137,18 @@ def test_a_file_that_is_not_the_text_expected_says_what_it_is(
     assert_input_error(res, tmp_path / "out", name, *words)
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".zip", ".zst", ".tar"])
+def test_a_text_file_named_like_an_archive_is_read_as_the_text_it_is(
+        tmp_path: Path, suffix: str) -> None:
+    # pandas guessed a compression from the name: "Not a gzipped file (b'a,')", "BadZipFile",
+    # "Import zstandard failed" (a fix that fixed nothing), "method tar: ReadError"
+    name = f"t.csv{suffix}"
+    (tmp_path / name).write_text(_text(table()))
+    res = tdshap("value", name, "--target", "y", "--out", "out", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(tmp_path / "out" / "values.csv")) > 0
+
+
 @pytest.mark.parametrize(("files", "fraction", "words"), [
     (["--val"], ["--val-fraction", "0.5"], "--val-fraction 0.5 has no effect with --val"),
     (["--test"], ["--test-fraction", "0.5"], "--test-fraction 0.5 has no effect with --test"),

@@ -173,8 +173,11 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
         else:
             # by position: pandas matches dtype's names before the names are stripped
             as_text = {i: str for i, name in enumerate(header) if name in text}
+            # compression=None: the text as it is, whatever the name ends in; pandas guessed
+            # from it, and a CSV named t.csv.gz, .zip or .zst failed with "Not a gzipped file
+            # (b'a,')" or "Import zstandard failed" (a compressed file is refused above)
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True,
-                                dtype=as_text or None)
+                                dtype=as_text or None, compression=None)
     except UnicodeDecodeError as err:
         raise ValueError(f"cannot read {what} {path} as CSV: {_not_text(path, err)}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
