@@ -1034,6 +1034,23 @@ def test_parquet_in_parquet_out(tmp_path: Path) -> None:
                                   frame.iloc[kept].reset_index(drop=True))
 
 
+def test_tsv_in_tsv_out(tmp_path: Path) -> None:
+    # the tab-separated rows were named cleaned.csv, which tdshap read back as one column
+    # ("looks tab-separated ... give it the suffix .tsv")
+    (tmp_path / "t.tsv").write_text(_text(table(n=48), sep="\t"))
+    res = tdshap("clean", "t.tsv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "out"
+    assert (out / "cleaned.tsv").is_file() and not (out / "cleaned.csv").exists()
+    assert "`cleaned.tsv` drops them" in (out / "report.md").read_text()
+    values = pd.read_csv(out / "values.csv")
+    cleaned = pd.read_csv(out / "cleaned.tsv", sep="\t")
+    assert len(cleaned) == 48 - int(values["removed"].sum())
+    res = tdshap("value", "out/cleaned.tsv", "--target", "y", "--out", "again", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+
+
 @pytest.mark.parametrize("id_args", [[], ["--id-column", "key"]], ids=["row-numbers", "index-ids"])
 def test_a_parquet_files_own_index_is_kept(tmp_path: Path, id_args: list[str]) -> None:
     pytest.importorskip("pyarrow")

@@ -41,7 +41,13 @@ from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_par
 from tdshap.app.outdir import OutputFolder
 from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, RunPlan, execute, plan
 from tdshap.app.report import parts_markdown, parts_report, plot_values
-from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
+from tdshap.app.tabular import (
+    cleaned_name,
+    is_parquet,
+    plain_value,
+    read_table,
+    write_rows_like,
+)
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import is_checkpoint_file, read_checkpoint
@@ -402,7 +408,7 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     if removals:  # every part cleanses, or none does
         removed = np.concatenate(removals)
         keep = np.setdiff1d(np.arange(len(frame)), removed)
-        name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
+        name = cleaned_name(train_path)
         write_rows_like(train_path, frame, keep, tmp / name,
                         (id_column,) if id_column is not None else ())
         written.append(name)
@@ -448,7 +454,7 @@ class OneLineGroup(click.Group):
 def _outputs(do_cleanse: bool, train: Path, parts: int = 1) -> list[str]:
     names = ["values.csv", "result.json", "values.png", "report.md"]
     if do_cleanse:
-        names += ["cleaned" + (".parquet" if is_parquet(train) else ".csv"), "curve.png"]
+        names += [cleaned_name(train), "curve.png"]
     per_part = ("result.json", "values.png", "curve.png")
     return names + [_part_name(n, p) for p in range(2, parts + 1) for n in per_part
                     if n in names]
@@ -516,7 +522,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     every_row = opts["every_row"]
     n_parts = 2 if every_row and opts["val_path"] is None else 1
-    known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", *CHECKPOINT_NAMES)
+    known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", "cleaned.tsv",
+             *CHECKPOINT_NAMES)
     # a part 2 checkpoint of an earlier --every-row run goes with its outputs
     folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES[:n_parts],
                           known=known, kept_is_ours=is_checkpoint_file)
@@ -692,8 +699,8 @@ def _command(do_cleanse: bool) -> Callable[..., None]:
 clean = click.command(
     "clean", cls=OneLineCommand,
     help="Value every training row of TRAIN, remove the ones that hurt, write the cleaned file.\n\n"
-    "Writes values.csv, cleaned.csv (cleaned.parquet for Parquet input), curve.png, values.png, "
-    "report.md and result.json to --out.",
+    "Writes values.csv, cleaned.csv (cleaned.tsv, cleaned.parquet for TSV, Parquet input), "
+    "curve.png, values.png, report.md and result.json to --out.",
 )(_options(_command(True)))
 
 value = click.command(

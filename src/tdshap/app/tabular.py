@@ -102,6 +102,15 @@ def is_parquet(path: Path) -> bool:
     return path.suffix.lower() in PARQUET_SUFFIXES
 
 
+def cleaned_name(train: Path) -> str:
+    """The cleaned file's name for input ``train``: its rows are written in its format
+    (:func:`write_rows_like`), so a .tsv file's are tab-separated, and named .csv they
+    were read back as one column ("looks tab-separated ... give it the suffix .tsv")."""
+    if is_parquet(train):
+        return "cleaned.parquet"
+    return "cleaned.tsv" if _separator(train) == "\t" else "cleaned.csv"
+
+
 #: the first pyarrow that does not run code a Parquet file holds: 0.14 to 14.0.0 unpickle
 #: a column's "PyExtensionType" from the file's schema (CVE-2023-47248)
 SAFE_PYARROW = (14, 0, 1)
