@@ -409,6 +409,19 @@ def test_ids_that_differ_by_leading_spaces_are_repeats_and_the_message_says_why(
     assert_input_error(res, tmp_path / "out", "repeats ids (e.g. '000'", "leading spaces")
 
 
+@pytest.mark.parametrize("name", ["value", "removed"])
+def test_an_id_column_named_like_a_values_csv_column_is_refused(tmp_path: Path,
+                                                                name: str) -> None:
+    # values.csv began "value,value,ci_low,..." and pandas read the ids as values["value"]
+    frame = table()
+    frame.insert(0, name, [f"r{i}" for i in range(len(frame))])
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", name, "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", f"id column {name!r} of training file",
+                       "values.csv would hold two columns of that name", "rename the id column")
+
+
 def test_a_text_column_of_row_names_is_not_used_and_names_the_rows_when_asked(
         tmp_path: Path) -> None:
     # a customer id read as a feature: one-hot levels of their own for a few rows at

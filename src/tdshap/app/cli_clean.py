@@ -299,6 +299,13 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
                              f"(its columns: {names(frame.columns, 10)})"
                              f"{_near_name(frame.columns, col, label)}.")
+    if id_column in VALUES_COLUMNS:
+        # values.csv names its first column by the ids' column: "value,value,ci_low,...",
+        # and values["value"] read the ids
+        raise ValueError(f"id column {id_column!r} of {what} {path} has the name of a column "
+                         f"tdshap writes beside it in values.csv ({', '.join(VALUES_COLUMNS)}):"
+                         " values.csv would hold two columns of that name; rename the id "
+                         "column (e.g. to 'id') and pass --id-column with the new name.")
     auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
             and not frame[UNNAMED_INDEX].isna().any()
             and not frame[UNNAMED_INDEX].duplicated().any())
