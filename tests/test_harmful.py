@@ -887,6 +887,17 @@ def test_many_fits_failing_on_tiny_data_names_the_data_not_the_model(method: str
         tdshap.find_harmful(X, y, "logreg", method=method)
 
 
+def test_an_estimator_named_from_another_package_says_how_to_pass_it() -> None:
+    # the fix named the command's `allow_import` and its `model`, which find_harmful has not
+    with pytest.raises(ValueError, match=r"^estimator 'os:system': package 'os' is not one "
+                       r"tdshap imports models from \(.*\); to use a class of another package, "
+                       r"import it yourself and pass an instance: estimator=Class\(\)\.$") as err:
+        tdshap.find_harmful(_X, _Y, "os:system")
+    assert err.value.params == ("estimator",)
+    with pytest.raises(ValueError, match=r"^estimator 'tdshap:find_harmful' is a function"):
+        tdshap.find_harmful(_X, _Y, "tdshap:find_harmful")
+
+
 def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     from sklearn.neighbors import KNeighborsClassifier
 
