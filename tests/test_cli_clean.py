@@ -792,6 +792,22 @@ def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, tmp_path / "out", "no checkpoint", "only a TDShap run")
 
 
+def test_resume_of_a_method_that_saves_no_checkpoint_names_that_method(
+        tmp_path: Path, train: Path) -> None:
+    # beside a TDShap run's checkpoint, auto's k-NN Shapley said "(a thresholding Data-OOB
+    # run is short)", and "resume:" where every other refusal says "--resume:"
+    res = tdshap("clean", train, "--target", "y", "--out", "out", *FAST, "--checkpoint-every",
+                 "0", cwd=tmp_path)
+    assert res.returncode == 0 and (tmp_path / "out" / "run.tdshap").is_file(), res.stderr
+    res = tdshap("clean", train, "--target", "y", "--out", "out", "--resume", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == (
+        "Error: --resume: only TDShap runs are checkpointed, and this run values the rows by "
+        "exact k-NN Shapley on the training and validation rows (--method 'knn_shapley', "
+        "chosen by auto), which saves none; rerun without --resume, or choose --method "
+        "'tdshap'."), res.stderr
+
+
 def test_resume_when_the_checkpoint_is_a_folder_says_so(tmp_path: Path, train: Path) -> None:
     # it said "there is no checkpoint out/run.tdshap to continue"
     (tmp_path / "out" / "run.tdshap").mkdir(parents=True)

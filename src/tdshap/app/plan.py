@@ -32,6 +32,7 @@ from tdshap._validation import (
     said_already,
 )
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
+from tdshap.app.report import METHOD_LABELS
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
 from tdshap.app.tabular import TableEncoder, plain_value
 from tdshap.app.valuer import make_valuer
@@ -708,9 +709,14 @@ def plan(
     done: dict[str, Any] | None = None  # what a resumed checkpoint has done
     if valuer.method != "tdshap":
         if resume:
-            raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "
-                                 "Data-OOB run is short); rerun without `resume`, or choose "
-                                 "`method` 'tdshap'.", "resume", "method")
+            # it said "(a thresholding Data-OOB run is short)" whatever the method: auto's
+            # k-NN Shapley for a k-NN too
+            chosen = ", chosen by auto" if method == "auto" else ""
+            raise ParameterError(f"`resume`: only TDShap runs are checkpointed, and this run "
+                                 f"values the rows by {METHOD_LABELS[valuer.method]} "
+                                 f"(`method` {valuer.method!r}{chosen}), which saves none; "
+                                 "rerun without `resume`, or choose `method` 'tdshap'.",
+                                 "resume", "method")
         bagging = valuer.estimator
         if valuer.method == "tdoob":
             bagging._check_params(n)
