@@ -270,6 +270,19 @@ def test_a_number_beyond_the_float_range_says_why_it_is_inf(tmp_path: Path) -> N
                        "such as 1e400, is read as inf)")
 
 
+def test_a_validation_value_past_float32_for_a_tree_names_the_data(tmp_path: Path,
+                                                                    train: Path) -> None:
+    # 1e39 is finite and standardises, but a tree computes in float32: the trial fits before
+    # a TDShap run said "fix the model or its parameters"
+    write(table(seed=1).assign(a=lambda v: np.where(v.index == 4, 1e39, v["a"])),
+          tmp_path / "val.csv")
+    res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--model", "dtree",
+                 "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "failed on every one of 2 trial fits",
+                       "past the float32 range", "so the problem is the data")
+    assert "fix the model" not in res.stderr
+
+
 def test_a_held_out_row_too_large_to_standardise_is_named_by_column_and_row(
         tmp_path: Path) -> None:
     # a row of TRAIN held out for validation or test: "X_val's column 0 has values too large

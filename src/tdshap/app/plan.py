@@ -27,6 +27,7 @@ from tdshap._validation import (
     check_estimator,
     check_number,
     column_choices,
+    float32_fix,
     names,
     picks_columns_by_name,
     said_already,
@@ -387,7 +388,10 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     if k > 1 and per * (k + 1) < 1.0 and utility.n_failed_fits < utility.n_fits:
         per, timed = timed_chain(k), timed + k + 1
     if utility.n_fits and utility.n_failed_fits == utility.n_fits:
-        fix = utility.too_few_rows()
+        # a tree on a held-out 1e39 (float32's range passed): "fix the model or its
+        # parameters" named the wrong culprit, where the run's own check names the data
+        fix = float32_fix(utility.first_error, data.X_train, data.X_val) or \
+            utility.too_few_rows()
         raise TooManyFailures(
             f"the model failed on every one of {utility.n_fits} trial fits before the run "
             f"({utility.first_error}): {fix or 'fix the model or its parameters'}.")
