@@ -631,9 +631,11 @@ def _numbers_as_objects(col: pd.Series) -> bool:
     too large for int64): numbers, not text, whose every value would be a level of its own
     (or the column dropped as row names)."""
     values = col.dropna().to_numpy()
+    # numpy's timedelta64 is an integer type, so a numbers.Real: taken for numbers, such a
+    # column failed deep inside (int() of a datetime.timedelta)
     return len(values) > 0 and all(
-        isinstance(v, numbers.Real | Decimal) and not isinstance(v, bool | np.bool_)
-        for v in values)
+        isinstance(v, numbers.Real | Decimal)
+        and not isinstance(v, bool | np.bool_ | np.timedelta64) for v in values)
 
 
 def target_numbers(y: pd.Series) -> pd.Series:
@@ -917,18 +919,29 @@ _TIME_FIX = ("convert the column to numbers (e.g. days since a date, or hours si
 #: column), read as levels one per value, while a datetime64 column is refused; bytes (a
 #: Parquet binary column), levels where they were ASCII and "'ascii' codec can't decode
 #: byte 0xff" where not
-_NOT_TEXT = (bytes, datetime.date, datetime.time, datetime.timedelta)
+_NOT_TEXT = (bytes, datetime.date, datetime.time, datetime.timedelta, np.datetime64,
+             np.timedelta64, complex, np.complexfloating)
+
+
+def _not_text_cell(value: Any) -> bool:
+    """Whether a scalar cell is one of :data:`_NOT_TEXT` (a NaT of either kind is a missing
+    value, not a date)."""
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return not np.isnat(value)
+    return isinstance(value, _NOT_TEXT) and value is not pd.NaT
 
 
 def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
     """Refuse a text column with a cell that is not one value (a list, a dict, an array),
-    or that is bytes, a date or a time (:data:`_NOT_TEXT`)."""
+    or that is bytes, a date or a time, or a complex number (:data:`_NOT_TEXT`): numpy's
+    datetime64 and complex cells were one-hot levels, silently, where a Timestamp cell or a
+    complex column is refused."""
     for c in columns:
         col = X[c]
         if col.dtype != object:
             continue
-        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or (
-            isinstance(v, _NOT_TEXT) and v is not pd.NaT)).to_numpy(dtype=bool)  # NaT: missing
+        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or _not_text_cell(v)).to_numpy(
+            dtype=bool)
         if not bad.any():
             continue
         pos = int(np.flatnonzero(bad)[0])
@@ -938,6 +951,9 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
         if isinstance(cell, bytes):
             raise ValueError(f"{where}, not text: decode the column to text (e.g. "
                              "X[col].str.decode('utf-8')) or drop it.")
+        if isinstance(cell, complex | np.complexfloating):
+            raise ValueError(f"{where}, which cannot be used as a feature: split the column "
+                             "into real and imaginary columns.")
         if isinstance(cell, _NOT_TEXT):
             raise ValueError(f"{where}, which cannot be used as a feature: {_TIME_FIX}.")
         raise ValueError(f"{where}: a feature cell must be one number or text; split it into "
