@@ -425,6 +425,11 @@ def test_complex_targets_are_refused_by_every_method(make):
     # fits ... fix the estimator"); KNNShapley took them as labels
     with pytest.raises(ValueError, match=r"y holds complex numbers: a target must be real"):
         make().fit(X_OK, Y_OK + 1j, X_OK, Y_OK + 1j)
+    # as Python objects (a table's object column): "'>=' not supported between instances
+    # of 'complex' and 'complex'" from deep inside numpy
+    objects = (Y_OK + 1j).astype(object)
+    with pytest.raises(ValueError, match=r"y holds complex numbers: a target must be real"):
+        make().fit(X_OK, objects, X_OK, objects)
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
