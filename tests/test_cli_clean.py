@@ -137,6 +137,18 @@ def test_a_file_that_is_not_the_text_expected_says_what_it_is(
     assert_input_error(res, tmp_path / "out", name, *words)
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".zip", ".zst", ".tar"])
+def test_a_text_file_named_like_an_archive_is_read_as_the_text_it_is(
+        tmp_path: Path, suffix: str) -> None:
+    # pandas guessed a compression from the name: "Not a gzipped file (b'a,')", "BadZipFile",
+    # "Import zstandard failed" (a fix that fixed nothing), "method tar: ReadError"
+    name = f"t.csv{suffix}"
+    (tmp_path / name).write_text(_text(table()))
+    res = tdshap("value", name, "--target", "y", "--out", "out", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(tmp_path / "out" / "values.csv")) > 0
+
+
 @pytest.mark.parametrize(("files", "fraction", "words"), [
     (["--val"], ["--val-fraction", "0.5"], "--val-fraction 0.5 has no effect with --val"),
     (["--test"], ["--test-fraction", "0.5"], "--test-fraction 0.5 has no effect with --test"),
@@ -258,12 +270,49 @@ def test_a_number_beyond_the_float_range_says_why_it_is_inf(tmp_path: Path) -> N
                        "such as 1e400, is read as inf)")
 
 
+def test_a_validation_value_past_float32_for_a_tree_names_the_data(tmp_path: Path,
+                                                                    train: Path) -> None:
+    # 1e39 is finite and standardises, but a tree computes in float32: the trial fits before
+    # a TDShap run said "fix the model or its parameters"
+    write(table(seed=1).assign(a=lambda v: np.where(v.index == 4, 1e39, v["a"])),
+          tmp_path / "val.csv")
+    res = tdshap("clean", train, "--target", "y", "--val", "val.csv", "--model", "dtree",
+                 "--out", "out", *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "failed on every one of 2 trial fits",
+                       "past the float32 range", "so the problem is the data")
+    assert "fix the model" not in res.stderr
+
+
+def test_a_held_out_row_too_large_to_standardise_is_named_by_column_and_row(
+        tmp_path: Path) -> None:
+    # a row of TRAIN held out for validation or test: "X_val's column 0 has values too large
+    # to standardise" (or X_test's), an argument and an encoded column the command has not
+    frame = table()
+    for row in range(len(frame)):
+        frame["a"] = table()["a"].where(frame.index != row, 1e307)
+        write(frame, tmp_path / "t.csv")
+        res = tdshap("clean", "t.csv", "--target", "y", "--out", "out", cwd=tmp_path)
+        assert res.returncode == 2
+        if "X_" in res.stderr or "has a value too large" in res.stderr:
+            break  # a held-out row (the training rows' own is refused by its spread)
+    assert_input_error(res, tmp_path / "out", f"column 'a' has a value too large to "
+                       f"standardise in row {row} (1e+307): rescale the column")
+
+
 @pytest.mark.parametrize(("change", "words"), [
     (lambda v: v.assign(a="x"),
      ("column 'a' of the validation data holds 'x' in row 0", "numeric in the training")),
     (lambda v: v.assign(y=(v["a"] > 0).astype(int)),
      ("validation labels (", "share no class with the training labels ('no', 'yes')")),
-], ids=["text-in-numbers", "other-labels"])
+    # "column 'a' has inf in row 4" named no file: TRAIN's row 4 read as the one meant
+    (lambda v: v.assign(a=np.where(v.index == 4, np.inf, v["a"])),
+     ("column 'a' of the validation data has inf in row 4",)),
+    # finite with the training rows' spread, too large for the validation rows' own: it was
+    # "X_val's column 0 has values too large to standardise", an argument the command has not
+    (lambda v: v.assign(a=np.where(v.index == 4, 1e307, v["a"])),
+     ("column 'a' of the validation data has a value too large to standardise in row 4 "
+      "(1e+307): rescale the column",)),
+], ids=["text-in-numbers", "other-labels", "inf", "beyond-its-spread"])
 def test_validation_data_unlike_the_training_data(tmp_path: Path, train: Path, change: Any,
                                                   words: tuple[str, ...]) -> None:
     write(change(table(seed=1)), tmp_path / "val.csv")
@@ -371,6 +420,19 @@ def test_ids_that_differ_by_leading_spaces_are_repeats_and_the_message_says_why(
     res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "id", "--out", "out",
                  *FAST, cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", "repeats ids (e.g. '000'", "leading spaces")
+
+
+@pytest.mark.parametrize("name", ["value", "removed"])
+def test_an_id_column_named_like_a_values_csv_column_is_refused(tmp_path: Path,
+                                                                name: str) -> None:
+    # values.csv began "value,value,ci_low,..." and pandas read the ids as values["value"]
+    frame = table()
+    frame.insert(0, name, [f"r{i}" for i in range(len(frame))])
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", name, "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", f"id column {name!r} of training file",
+                       "values.csv would hold two columns of that name", "rename the id column")
 
 
 def test_a_text_column_of_row_names_is_not_used_and_names_the_rows_when_asked(
@@ -743,6 +805,22 @@ def test_resume_without_a_checkpoint(tmp_path: Path, train: Path) -> None:
     assert_input_error(res, tmp_path / "out", "no checkpoint", "only a TDShap run")
 
 
+def test_resume_of_a_method_that_saves_no_checkpoint_names_that_method(
+        tmp_path: Path, train: Path) -> None:
+    # beside a TDShap run's checkpoint, auto's k-NN Shapley said "(a thresholding Data-OOB
+    # run is short)", and "resume:" where every other refusal says "--resume:"
+    res = tdshap("clean", train, "--target", "y", "--out", "out", *FAST, "--checkpoint-every",
+                 "0", cwd=tmp_path)
+    assert res.returncode == 0 and (tmp_path / "out" / "run.tdshap").is_file(), res.stderr
+    res = tdshap("clean", train, "--target", "y", "--out", "out", "--resume", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == (
+        "Error: --resume: only TDShap runs are checkpointed, and this run values the rows by "
+        "exact k-NN Shapley on the training and validation rows (--method 'knn_shapley', "
+        "chosen by auto), which saves none; rerun without --resume, or choose --method "
+        "'tdshap'."), res.stderr
+
+
 def test_resume_when_the_checkpoint_is_a_folder_says_so(tmp_path: Path, train: Path) -> None:
     # it said "there is no checkpoint out/run.tdshap to continue"
     (tmp_path / "out" / "run.tdshap").mkdir(parents=True)
@@ -996,6 +1074,23 @@ def test_parquet_in_parquet_out(tmp_path: Path) -> None:
     kept = sorted(set(range(len(frame))) - set(values.loc[values["removed"], "row"]))
     pd.testing.assert_frame_equal(cleaned.reset_index(drop=True),
                                   frame.iloc[kept].reset_index(drop=True))
+
+
+def test_tsv_in_tsv_out(tmp_path: Path) -> None:
+    # the tab-separated rows were named cleaned.csv, which tdshap read back as one column
+    # ("looks tab-separated ... give it the suffix .tsv")
+    (tmp_path / "t.tsv").write_text(_text(table(n=48), sep="\t"))
+    res = tdshap("clean", "t.tsv", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "out"
+    assert (out / "cleaned.tsv").is_file() and not (out / "cleaned.csv").exists()
+    assert "`cleaned.tsv` drops them" in (out / "report.md").read_text()
+    values = pd.read_csv(out / "values.csv")
+    cleaned = pd.read_csv(out / "cleaned.tsv", sep="\t")
+    assert len(cleaned) == 48 - int(values["removed"].sum())
+    res = tdshap("value", "out/cleaned.tsv", "--target", "y", "--out", "again", *FAST,
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
 
 
 @pytest.mark.parametrize("id_args", [[], ["--id-column", "key"]], ids=["row-numbers", "index-ids"])

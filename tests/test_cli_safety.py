@@ -922,6 +922,9 @@ def test_a_classifier_for_a_regression_target(work: Path) -> None:
 @pytest.mark.parametrize(("ids", "words"), [
     (lambda n: [f"r{i % 50}" for i in range(n)], ("repeats ids", "'r0'")),
     (lambda n: [None] + [f"r{i}" for i in range(1, n)], ("missing ids",)),
+    # an id "NA" (Namibia's code) is read as missing: the message named no cell that was
+    (lambda n: ["NA"] + [f"r{i}" for i in range(1, n)],
+     ("missing ids (first at data row 0)", "cells NA, N/A, null", "an id of such a name")),
 ])
 def test_duplicate_or_missing_ids(work: Path, ids, words: tuple[str, ...]) -> None:
     frame = pd.read_csv(work / "wine.csv")

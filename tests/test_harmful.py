@@ -887,6 +887,17 @@ def test_many_fits_failing_on_tiny_data_names_the_data_not_the_model(method: str
         tdshap.find_harmful(X, y, "logreg", method=method)
 
 
+def test_an_estimator_named_from_another_package_says_how_to_pass_it() -> None:
+    # the fix named the command's `allow_import` and its `model`, which find_harmful has not
+    with pytest.raises(ValueError, match=r"^estimator 'os:system': package 'os' is not one "
+                       r"tdshap imports models from \(.*\); to use a class of another package, "
+                       r"import it yourself and pass an instance: estimator=Class\(\)\.$") as err:
+        tdshap.find_harmful(_X, _Y, "os:system")
+    assert err.value.params == ("estimator",)
+    with pytest.raises(ValueError, match=r"^estimator 'tdshap:find_harmful' is a function"):
+        tdshap.find_harmful(_X, _Y, "tdshap:find_harmful")
+
+
 def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     from sklearn.neighbors import KNeighborsClassifier
 
@@ -946,6 +957,20 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
                                           range(60)]}), _Y, {},
      r"column 'day' of the training data holds a date in row \d+ \(datetime.date\(2020, 1, "
      r"\d\)\), which cannot be used as a feature: convert the column to numbers"),
+    # numpy's datetime64 and complex cells were one-hot levels, silently; timedelta64 cells
+    # (an integer type to numbers.Real) failed inside with int()'s TypeError
+    (pd.DataFrame({"a": _X[:, 0], "day": pd.Series([np.datetime64(f"2020-01-0{1 + i % 5}")
+                                                    for i in range(60)], dtype=object)}),
+     _Y, {}, r"column 'day' of the training data holds a datetime64 in row \d+ "
+     r"\(np.datetime64\('2020-01-0\d'\)\), which cannot be used as a feature: convert"),
+    (pd.DataFrame({"a": _X[:, 0], "span": pd.Series([np.timedelta64(i % 5, "D")
+                                                     for i in range(60)], dtype=object)}),
+     _Y, {}, r"column 'span' of the training data holds a timedelta64 in row \d+ .*, which "
+     r"cannot be used as a feature: convert"),
+    (pd.DataFrame({"a": _X[:, 0], "z": pd.Series([complex(i % 3, 1) for i in range(60)],
+                                                  dtype=object)}),
+     _Y, {}, r"column 'z' of the training data holds a complex in row \d+ .*, which cannot "
+     r"be used as a feature: split the column into real and imaginary columns"),
     (pd.DataFrame({"a": _X[:, 0], "h": ["0x1A", *(f"{v:.2f}" for v in _X[1:, 0])]}), _Y, {},
      r"column 'h' of the \w+ data holds numbers written in hexadecimal \('0x1A' in row "
      r"0, and \d more\): write them as decimal numbers \(26, not 0x1A\)"),
@@ -980,7 +1005,8 @@ def test_too_many_neighbours_suggests_a_count_below_n() -> None:
         "classifier-on-fractions",
         "constant-target", "rare-class", "bad-max-iter", "bad-k", "bad-eps", "bad-n-min",
         "one-row-per-class", "one-row-per-class-given", "list-cells", "bytes-cells",
-        "date-cells", "hex-cell", "long-hex-cell", "date-text", "datetime64", "huge-whole-feature",
+        "date-cells", "datetime64-cells", "timedelta64-cells", "complex-cells", "hex-cell",
+        "long-hex-cell", "date-text", "datetime64", "huge-whole-feature",
         "huge-whole-target",
         "list-labels", "bytes-labels", "nan-metric",
         "huge-target"])

@@ -82,6 +82,12 @@ def test_saving_into_a_missing_folder_or_under_a_file_names_the_folder(tmp_path,
                                          r"a folder; choose another path\."):
         _result().save(tmp_path / "notes.txt" / f"r{suffix}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    # a folder of the file's name: the rename onto it failed with a bare IsADirectoryError
+    (tmp_path / f"r{suffix}").mkdir()
+    with pytest.raises(ValueError, match=rf"cannot save to .*r\{suffix}: it is a folder; give "
+                                         r"a file name in it, e\.g\. .*result\.json"):
+        _result().save(tmp_path / f"r{suffix}")
+    assert not any((tmp_path / f"r{suffix}").iterdir())
 
 
 @pytest.mark.parametrize(("edit", "message"), [

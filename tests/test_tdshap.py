@@ -425,6 +425,11 @@ def test_complex_targets_are_refused_by_every_method(make):
     # fits ... fix the estimator"); KNNShapley took them as labels
     with pytest.raises(ValueError, match=r"y holds complex numbers: a target must be real"):
         make().fit(X_OK, Y_OK + 1j, X_OK, Y_OK + 1j)
+    # as Python objects (a table's object column): "'>=' not supported between instances
+    # of 'complex' and 'complex'" from deep inside numpy
+    objects = (Y_OK + 1j).astype(object)
+    with pytest.raises(ValueError, match=r"y holds complex numbers: a target must be real"):
+        make().fit(X_OK, objects, X_OK, objects)
 
 
 @pytest.mark.parametrize("make", _EVERY_METHOD, ids=_METHOD_IDS)
@@ -572,6 +577,20 @@ def test_text_labels_against_number_labels_are_refused(fit):
         fit(text, text.astype(bytes))
     with pytest.raises(ValueError, match=r"y holds bytes \(b'0', b'1'\) but y_val holds text"):
         fit(text.astype(bytes).astype(object), text)
+    # dates (or time spans) against numbers, or against each other: numpy's isin of the
+    # labels failed from deep inside ("DTypePromotionError: The DType ... could not be
+    # promoted")
+    days = np.datetime64("2020-01-01") + Y_OK.astype("timedelta64[D]")
+    with pytest.raises(ValueError, match=r"y holds dates or times \(.*\) but y_val holds "
+                       r"numbers \(0, 1\): .*pandas.to_datetime\(y_val\) for dates"):
+        fit(days, Y_OK)
+    with pytest.raises(ValueError, match=r"y holds numbers \(0, 1\) but y_val holds time "
+                       r"spans"):
+        fit(Y_OK, Y_OK.astype("timedelta64[D]"))
+    with pytest.raises(ValueError, match=r"y holds dates or times .* but y_val holds time "
+                       r"spans"):
+        fit(days, Y_OK.astype("timedelta64[D]"))
+    fit(days, days)  # dates of one kind are classes
 
 
 @pytest.mark.parametrize("fit", [
@@ -780,6 +799,13 @@ def test_text_targets_for_a_regressor_are_refused_by_name(method):
                                          r"DecisionTreeRegressor is a regressor, which predicts "
                                          r"numbers: give numeric targets, or a classifier"):
         method().fit(X_OK, labels, X_OK, labels)
+    # dates and time spans too: scikit-learn regressed on their nanoseconds, silently
+    for times, kind in ((np.datetime64("2020-01-01") + np.arange(20).astype("timedelta64[D]"),
+                         "dates or times"), (np.arange(20).astype("timedelta64[D]"),
+                                             "time spans")):
+        with pytest.raises(ValueError, match=rf"y holds {kind} \(.*\) but "
+                                             r"DecisionTreeRegressor is a regressor"):
+            method().fit(X_OK, times, X_OK, times)
 
 @HELD_OUT_WARNERS
 def test_validation_classes_no_training_row_has_are_warned_about(method):

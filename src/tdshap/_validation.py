@@ -334,6 +334,9 @@ def plain_labels(values: np.ndarray, what: str, *, keep_bytes: bool = False) -> 
                 if isinstance(odd, pd.Interval) else "")
         raise ValueError(f"{what} holds a label of type {type(odd).__name__} "
                          f"({shown(odd, 60)}): give labels as text or numbers{bins}.")
+    if numbers.dtype.kind == "c":  # Python complex numbers: refused by the caller, by name
+        # (their max() in the check below failed inside: "'>=' not supported")
+        return numbers.to_numpy()
     # Python ints past 2**53 as floats: 2**70 and 2**70 + 1 would be one class, silently
     check_exact_as_floats(pd.Series(values), numbers, what)
     return numbers.to_numpy()
@@ -731,6 +734,9 @@ def check_label_kinds(y: np.ndarray, other: np.ndarray, name: str = "y_val") -> 
     if kinds[0] != kinds[1]:
         fix = ("decode the bytes to text, e.g. [v.decode() for v in labels]"
                if "bytes" in kinds else f"e.g. {name}.astype(str), or numbers in both")
+        if _DATES in kinds or _SPANS in kinds:
+            fix = (f"e.g. pandas.to_datetime({name}) for dates, pandas.to_timedelta({name}) "
+                   "for time spans, or text in both")
         raise ValueError(f"y holds {kinds[0]} ({_shown(y)}) but {name} holds {kinds[1]} "
                          f"({_shown(other)}): no {name} label can equal a training label. "
                          f"Give both the same type ({fix}).")
@@ -762,9 +768,17 @@ def check_numeric_targets(estimator: Any, *targets: tuple[np.ndarray, str]) -> N
                              "numbers: give numeric targets, or a classifier for labels.")
 
 
+#: the kinds of datetime64 and timedelta64 labels: numpy's ``isin`` of either against
+#: numbers (or of one against the other) failed from deep inside ("DTypePromotionError")
+_DATES, _SPANS = "dates or times", "time spans"
+
+
 def _label_kind(y: np.ndarray) -> str:
-    """``"text labels"``, ``"bytes"`` or ``"numbers"`` (booleans count as numbers: True ==
-    1). Bytes are not text: b"a" != "a", though numpy's ``isin`` of many labels says so."""
+    """``"text labels"``, ``"bytes"``, ``"dates or times"``, ``"time spans"`` or
+    ``"numbers"`` (booleans count as numbers: True == 1). Bytes are not text: b"a" != "a",
+    though numpy's ``isin`` of many labels says so."""
+    if y.dtype.kind in "mM":
+        return _SPANS if y.dtype.kind == "m" else _DATES
     if y.dtype.kind == "S" or (y.dtype == object and len(y) and all(
             isinstance(v, bytes) for v in y)):
         return "bytes"

@@ -365,6 +365,9 @@ class ValuationResult:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write to ``path``: ``.json`` or ``.npz`` by suffix, atomically."""
         path = _file_path(path)
+        if path.is_dir():  # the rename onto it failed with a bare IsADirectoryError
+            raise ValueError(f"cannot save to {path}: it is a folder; give a file name in it, "
+                             f"e.g. {path / 'result.json'}.")
         if path.suffix in (".json", ".npz"):
             check_folder_of(path)
         if path.suffix == ".json":

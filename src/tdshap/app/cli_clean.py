@@ -41,7 +41,13 @@ from tdshap.app.models import ALLOWED_PACKAGES, DEFAULT_MODEL, MODELS, parse_par
 from tdshap.app.outdir import OutputFolder
 from tdshap.app.plan import DEFAULT_MAX_FAILED_FRACTION, RunPlan, execute, plan
 from tdshap.app.report import parts_markdown, parts_report, plot_values
-from tdshap.app.tabular import is_parquet, plain_value, read_table, write_rows_like
+from tdshap.app.tabular import (
+    cleaned_name,
+    is_parquet,
+    plain_value,
+    read_table,
+    write_rows_like,
+)
 from tdshap.app.valuer import METHODS
 from tdshap.methods.apt.thresholds import DEFAULT_EPS_FACTOR
 from tdshap.methods.checkpoint.files import is_checkpoint_file, read_checkpoint
@@ -266,6 +272,9 @@ UNNAMED_INDEX = "Unnamed: 0"
 _WHOLE = re.compile(r"0|-?[1-9][0-9]*")
 #: CSV values are read without the spaces that follow a separator (" 007" is "007")
 _SPACES_NOTE = " (a CSV value's leading spaces are not part of it: ' 007' reads as '007')"
+#: why a CSV file's id may be missing though its cell is not empty: "NA" (Namibia's code)
+_MISSING_IDS_NOTE = (" (a CSV file's cells NA, N/A, null, None, NaN and empty ones are read as "
+                     "missing: an id of such a name needs another, e.g. 'N.A.')")
 
 
 def _near_name(columns: pd.Index, name: str, label: str) -> str:
@@ -290,6 +299,13 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
             raise ValueError(f"{label} column {col!r} is not in {what} {path} "
                              f"(its columns: {names(frame.columns, 10)})"
                              f"{_near_name(frame.columns, col, label)}.")
+    if id_column in VALUES_COLUMNS:
+        # values.csv names its first column by the ids' column: "value,value,ci_low,...",
+        # and values["value"] read the ids
+        raise ValueError(f"id column {id_column!r} of {what} {path} has the name of a column "
+                         f"tdshap writes beside it in values.csv ({', '.join(VALUES_COLUMNS)}):"
+                         " values.csv would hold two columns of that name; rename the id "
+                         "column (e.g. to 'id') and pass --id-column with the new name.")
     auto = (_has_row_index(frame, id_column) and target != UNNAMED_INDEX
             and not frame[UNNAMED_INDEX].isna().any()
             and not frame[UNNAMED_INDEX].duplicated().any())
@@ -316,7 +332,8 @@ def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what
         if ids.isna().any():
             row = int(np.flatnonzero(ids.isna().to_numpy())[0])
             raise ValueError(f"id column {id_column!r} of {what} {path} has {int(ids.isna().sum())}"
-                             f" missing ids (first at data row {row}): give every row an id.")
+                             f" missing ids (first at data row {row}): give every row an id"
+                             f"{_MISSING_IDS_NOTE if not is_parquet(path) else ''}.")
         if ids.duplicated().any():
             dup = plain_value(ids[ids.duplicated()].iloc[0])
             raise ValueError(f"id column {id_column!r} of {what} {path} repeats ids (e.g. "
@@ -398,7 +415,7 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     if removals:  # every part cleanses, or none does
         removed = np.concatenate(removals)
         keep = np.setdiff1d(np.arange(len(frame)), removed)
-        name = "cleaned" + (".parquet" if is_parquet(train_path) else ".csv")
+        name = cleaned_name(train_path)
         write_rows_like(train_path, frame, keep, tmp / name,
                         (id_column,) if id_column is not None else ())
         written.append(name)
@@ -444,7 +461,7 @@ class OneLineGroup(click.Group):
 def _outputs(do_cleanse: bool, train: Path, parts: int = 1) -> list[str]:
     names = ["values.csv", "result.json", "values.png", "report.md"]
     if do_cleanse:
-        names += ["cleaned" + (".parquet" if is_parquet(train) else ".csv"), "curve.png"]
+        names += [cleaned_name(train), "curve.png"]
     per_part = ("result.json", "values.png", "curve.png")
     return names + [_part_name(n, p) for p in range(2, parts + 1) for n in per_part
                     if n in names]
@@ -512,7 +529,8 @@ def _execute(do_cleanse: bool, opts: dict[str, Any]) -> None:
     inputs = [p for p in (train, opts["val_path"], opts["test_path"]) if p is not None]
     every_row = opts["every_row"]
     n_parts = 2 if every_row and opts["val_path"] is None else 1
-    known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", *CHECKPOINT_NAMES)
+    known = (*_outputs(True, Path("t.csv"), 2), "cleaned.parquet", "cleaned.tsv",
+             *CHECKPOINT_NAMES)
     # a part 2 checkpoint of an earlier --every-row run goes with its outputs
     folder = OutputFolder(opts["out"], force=opts["force"], keep=CHECKPOINT_NAMES[:n_parts],
                           known=known, kept_is_ours=is_checkpoint_file)
@@ -688,8 +706,8 @@ def _command(do_cleanse: bool) -> Callable[..., None]:
 clean = click.command(
     "clean", cls=OneLineCommand,
     help="Value every training row of TRAIN, remove the ones that hurt, write the cleaned file.\n\n"
-    "Writes values.csv, cleaned.csv (cleaned.parquet for Parquet input), curve.png, values.png, "
-    "report.md and result.json to --out.",
+    "Writes values.csv, cleaned.csv (cleaned.tsv, cleaned.parquet for TSV, Parquet input), "
+    "curve.png, values.png, report.md and result.json to --out.",
 )(_options(_command(True)))
 
 value = click.command(

@@ -589,10 +589,16 @@ def find_harmful(
     try:
         plans = plan_parts(every_row, X_val is not None, prepared, planned)
     except ParameterError as err:
-        if "params" not in err.params:
+        if not {"params", "model", "allow_import"} & set(err.params):
             raise
-        # the command's --params; here the estimator's own (find_harmful has no `params`)
-        raise ParameterError(str(err).replace("`params`", "the estimator's parameters"),
-                             *(p for p in err.params if p != "params")) from None
+        # the command's --params, --model and --allow-import; here the estimator's own
+        # parameters and the estimator (find_harmful has no `params`, `model`, `allow_import`)
+        message = str(err).replace("`params`", "the estimator's parameters").replace(
+            "`model`", "estimator")
+        if "allow_import" in err.params:  # "allow it with `allow_import` os" named no fix
+            message = (message.split("; to trust it")[0] + "; to use a class of another "
+                       "package, import it yourself and pass an instance: estimator=Class().")
+        raise ParameterError(message, *("estimator" if p == "model" else p for p in err.params
+                                        if p not in ("params", "allow_import"))) from None
     parts = tuple(execute(p) for p in plans)
     return HarmfulRows(parts_frame(parts), parts[0], parts)

@@ -27,11 +27,13 @@ from tdshap._validation import (
     check_estimator,
     check_number,
     column_choices,
+    float32_fix,
     names,
     picks_columns_by_name,
     said_already,
 )
 from tdshap.app.models import DEFAULT_MODEL, build_model, describe
+from tdshap.app.report import METHOD_LABELS
 from tdshap.app.run import HarmfulRun, PreparedData, Setting, TDShapOptions
 from tdshap.app.tabular import TableEncoder, plain_value
 from tdshap.app.valuer import make_valuer
@@ -386,7 +388,10 @@ def _estimate(utility: Any, tdshap: TDShap, data: PreparedData, do_cleanse: bool
     if k > 1 and per * (k + 1) < 1.0 and utility.n_failed_fits < utility.n_fits:
         per, timed = timed_chain(k), timed + k + 1
     if utility.n_fits and utility.n_failed_fits == utility.n_fits:
-        fix = utility.too_few_rows()
+        # a tree on a held-out 1e39 (float32's range passed): "fix the model or its
+        # parameters" named the wrong culprit, where the run's own check names the data
+        fix = float32_fix(utility.first_error, data.X_train, data.X_val) or \
+            utility.too_few_rows()
         raise TooManyFailures(
             f"the model failed on every one of {utility.n_fits} trial fits before the run "
             f"({utility.first_error}): {fix or 'fix the model or its parameters'}.")
@@ -708,9 +713,14 @@ def plan(
     done: dict[str, Any] | None = None  # what a resumed checkpoint has done
     if valuer.method != "tdshap":
         if resume:
-            raise ParameterError("resume: only TDShap runs are checkpointed (a thresholding "
-                                 "Data-OOB run is short); rerun without `resume`, or choose "
-                                 "`method` 'tdshap'.", "resume", "method")
+            # it said "(a thresholding Data-OOB run is short)" whatever the method: auto's
+            # k-NN Shapley for a k-NN too
+            chosen = ", chosen by auto" if method == "auto" else ""
+            raise ParameterError(f"`resume`: only TDShap runs are checkpointed, and this run "
+                                 f"values the rows by {METHOD_LABELS[valuer.method]} "
+                                 f"(`method` {valuer.method!r}{chosen}), which saves none; "
+                                 "rerun without `resume`, or choose `method` 'tdshap'.",
+                                 "resume", "method")
         bagging = valuer.estimator
         if valuer.method == "tdoob":
             bagging._check_params(n)

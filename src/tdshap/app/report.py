@@ -14,6 +14,7 @@ import pandas as pd
 from tdshap._io import image_path
 from tdshap._validation import check_number, code_span, printable
 from tdshap.app.run import HarmfulRun, Setting
+from tdshap.app.tabular import cleaned_name
 from tdshap.cleansing import plain_text
 
 GUARANTEE_NOTE = (
@@ -411,7 +412,7 @@ def markdown_report(run: HarmfulRun, inputs: dict[str, str], n_worst: int = 20,
             f"Training rows ranked by value, lowest first; the model was refitted without the "
             f"lowest 0, {c.grid[1] if len(c.grid) > 1 else 0}, ... {c.grid[-1]} rows; the "
             f"rule `{c.rule}` chose **{c.n_remove} rows removed** (the `removed` column; "
-            "`cleaned.csv` drops them).\n\n"
+            f"`{cleaned_name(Path(inputs.get('train', 'train.csv')))}` drops them).\n\n"
             f"**{summary[0].upper()}{summary[1:]}.**{evidence}"
             + ("" if c.baseline_test is not None else
                " No test rows: the after-cleaning validation score is optimistic.")

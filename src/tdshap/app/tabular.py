@@ -70,6 +70,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from tdshap._validation import (
     EXACT_FLOATS,
+    SPREAD_SAFE,
     ParameterError,
     check_class_labels,
     check_exact_as_floats,
@@ -99,6 +100,15 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 # -- reading ------------------------------------------------------------------
 def is_parquet(path: Path) -> bool:
     return path.suffix.lower() in PARQUET_SUFFIXES
+
+
+def cleaned_name(train: Path) -> str:
+    """The cleaned file's name for input ``train``: its rows are written in its format
+    (:func:`write_rows_like`), so a .tsv file's are tab-separated, and named .csv they
+    were read back as one column ("looks tab-separated ... give it the suffix .tsv")."""
+    if is_parquet(train):
+        return "cleaned.parquet"
+    return "cleaned.tsv" if _separator(train) == "\t" else "cleaned.csv"
 
 
 #: the first pyarrow that does not run code a Parquet file holds: 0.14 to 14.0.0 unpickle
@@ -172,8 +182,11 @@ def read_table(path: str | Path, what: str = "file", text: tuple[str, ...] = ()
         else:
             # by position: pandas matches dtype's names before the names are stripped
             as_text = {i: str for i, name in enumerate(header) if name in text}
+            # compression=None: the text as it is, whatever the name ends in; pandas guessed
+            # from it, and a CSV named t.csv.gz, .zip or .zst failed with "Not a gzipped file
+            # (b'a,')" or "Import zstandard failed" (a compressed file is refused above)
             frame = pd.read_csv(path, sep=_separator(path), skipinitialspace=True,
-                                dtype=as_text or None)
+                                dtype=as_text or None, compression=None)
     except UnicodeDecodeError as err:
         raise ValueError(f"cannot read {what} {path} as CSV: {_not_text(path, err)}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError) as err:
@@ -618,9 +631,11 @@ def _numbers_as_objects(col: pd.Series) -> bool:
     too large for int64): numbers, not text, whose every value would be a level of its own
     (or the column dropped as row names)."""
     values = col.dropna().to_numpy()
+    # numpy's timedelta64 is an integer type, so a numbers.Real: taken for numbers, such a
+    # column failed deep inside (int() of a datetime.timedelta)
     return len(values) > 0 and all(
-        isinstance(v, numbers.Real | Decimal) and not isinstance(v, bool | np.bool_)
-        for v in values)
+        isinstance(v, numbers.Real | Decimal)
+        and not isinstance(v, bool | np.bool_ | np.timedelta64) for v in values)
 
 
 def target_numbers(y: pd.Series) -> pd.Series:
@@ -775,15 +790,17 @@ class TableEncoder:
         parts = []
         if self.numeric_:
             raw = _numbers(X, self.numeric_, what)
-            _check_finite(raw)
+            _check_finite(raw, what)
             num = self._fill_numbers(raw.to_numpy())
             with np.errstate(over="ignore", invalid="ignore"):
                 scaled = (num - self.mean_) / self.scale_
-            if not np.isfinite(scaled).all():
-                pos, col = (int(v[0]) for v in np.nonzero(~np.isfinite(scaled)))
+            at = _too_large(scaled)
+            if at is not None:
+                pos, col = at
                 raise ValueError(
-                    f"column {self.numeric_[col]!r} has a value too large to standardise in "
-                    f"row {X.index[pos]} ({num[pos, col]:.3g}): rescale the column.")
+                    f"column {self.numeric_[col]!r}{_of_held_out(what)} has a value too large "
+                    f"to standardise in row {X.index[pos]} ({num[pos, col]:.3g}): rescale the "
+                    "column.")
             if what != "training data":  # the file's own held-out rows are training data
                 self._warn_constant(num, X.index, what)
             parts.append(scaled)
@@ -902,18 +919,29 @@ _TIME_FIX = ("convert the column to numbers (e.g. days since a date, or hours si
 #: column), read as levels one per value, while a datetime64 column is refused; bytes (a
 #: Parquet binary column), levels where they were ASCII and "'ascii' codec can't decode
 #: byte 0xff" where not
-_NOT_TEXT = (bytes, datetime.date, datetime.time, datetime.timedelta)
+_NOT_TEXT = (bytes, datetime.date, datetime.time, datetime.timedelta, np.datetime64,
+             np.timedelta64, complex, np.complexfloating)
+
+
+def _not_text_cell(value: Any) -> bool:
+    """Whether a scalar cell is one of :data:`_NOT_TEXT` (a NaT of either kind is a missing
+    value, not a date)."""
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return not np.isnat(value)
+    return isinstance(value, _NOT_TEXT) and value is not pd.NaT
 
 
 def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
     """Refuse a text column with a cell that is not one value (a list, a dict, an array),
-    or that is bytes, a date or a time (:data:`_NOT_TEXT`)."""
+    or that is bytes, a date or a time, or a complex number (:data:`_NOT_TEXT`): numpy's
+    datetime64 and complex cells were one-hot levels, silently, where a Timestamp cell or a
+    complex column is refused."""
     for c in columns:
         col = X[c]
         if col.dtype != object:
             continue
-        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or (
-            isinstance(v, _NOT_TEXT) and v is not pd.NaT)).to_numpy(dtype=bool)  # NaT: missing
+        bad = col.map(lambda v: not pd.api.types.is_scalar(v) or _not_text_cell(v)).to_numpy(
+            dtype=bool)
         if not bad.any():
             continue
         pos = int(np.flatnonzero(bad)[0])
@@ -923,6 +951,9 @@ def _check_cells(X: pd.DataFrame, columns: list[str], what: str) -> None:
         if isinstance(cell, bytes):
             raise ValueError(f"{where}, not text: decode the column to text (e.g. "
                              "X[col].str.decode('utf-8')) or drop it.")
+        if isinstance(cell, complex | np.complexfloating):
+            raise ValueError(f"{where}, which cannot be used as a feature: split the column "
+                             "into real and imaginary columns.")
         if isinstance(cell, _NOT_TEXT):
             raise ValueError(f"{where}, which cannot be used as a feature: {_TIME_FIX}.")
         raise ValueError(f"{where}: a feature cell must be one number or text; split it into "
@@ -1184,15 +1215,43 @@ def _large_whole(X: pd.DataFrame, columns: list[Any]) -> list[Any]:
                     if pd.api.types.is_object_dtype(d)]
 
 
-def _check_finite(num: pd.DataFrame) -> None:
-    """Refuse inf in a numeric column, naming the column and the row (its label)."""
+def _check_finite(num: pd.DataFrame, what: str = "training data") -> None:
+    """Refuse inf in a numeric column, naming the column, the row (its label) and, for
+    held-out data (``what``), its file: "in row 3" of a --val file read as TRAIN's row 3."""
     values = num.to_numpy()
     bad = np.isinf(values)
     if bad.any():
         pos, col = (int(v[0]) for v in np.nonzero(bad))
         raise ValueError(
-            f"column {num.columns[col]!r} has {values[pos, col]} in row {num.index[pos]}: "
+            f"column {num.columns[col]!r}{_of_held_out(what)} has {values[pos, col]} in row "
+            f"{num.index[pos]}: "
             f"replace it with a finite value or drop the row{_BEYOND_FLOATS}.")
+
+
+def _too_large(scaled: np.ndarray) -> tuple[int, int] | None:
+    """``(row, column)`` of a standardised value that is not finite, or the largest of a
+    column whose own spread overflows (values near 1e154 and up), or None. The training
+    rows' spread can leave a held-out row's 1e307 finite; the valuation measures each set
+    of rows' spread again and refused it as "X_val's column 0" (an encoded column, of an
+    argument the command has not)."""
+    bad = ~np.isfinite(scaled)
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        return int(rows[0]), int(cols[0])
+    large = np.flatnonzero(np.maximum(scaled.max(axis=0, initial=0.0),
+                                      -scaled.min(axis=0, initial=0.0)) > SPREAD_SAFE)
+    for col in large:
+        try:
+            column_spread(scaled[:, [col]], [col])
+        except ValueError:
+            return int(np.argmax(np.abs(scaled[:, col]))), int(col)
+    return None
+
+
+def _of_held_out(what: str) -> str:
+    """" of the validation data" after a column's name for held-out rows (``what``) given
+    apart from TRAIN; "" for the training data (TRAIN's own held-out rows included)."""
+    return "" if what == "training data" else f" of the {what}"
 
 
 # -- holding rows out ---------------------------------------------------------
