@@ -11,7 +11,9 @@ features) with 10% of the labels or targets moved:
 and prints the best of ``--repeats`` wall seconds of each and the ratio of the closed
 form to Data-OOB. The values do not depend on the timing; to compare two versions of the
 code, run this with each one's ``src`` on ``PYTHONPATH``, one after the other (the
-machine's load moves these figures more than small changes do).
+machine's load moves these figures more than small changes do). All fits share one long
+process, where the allocator has settled: ``benchmarks/knn_fresh_process.py`` times each
+method's first fits in a process of its own, as a user's script meets them.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:. .venv/bin/python \\
         benchmarks/knn_shapley_speed.py --sizes 300 900 3000

@@ -143,8 +143,8 @@ EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
 QUERY_CLIP: float | None = 1.0
 
 #: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,
-#: 0.47 s at 5,000 rows with 2,500 validation rows on one core, 0.61 s for a regressor's
-#: training rows (benchmarks/knn_shapley_speed.py, session 33; thresholding Data-OOB's
+#: 0.43 s at 5,000 rows with 2,500 validation rows on one core, 0.60 s for a regressor's
+#: training rows (benchmarks/knn_fresh_process.py, session 33; thresholding Data-OOB's
 #: lists grow slower)
 KNN_SHAPLEY_MAX_ROWS = 5000
 #: k of the k-NN whose exact Shapley values stand in for another classifier's

@@ -38,7 +38,8 @@ Regression
 Each validation point costs one sort, O(N log N); the value of a row is
 the mean over validation points (the utility is their mean). Validation
 points are processed in chunks so that no array bigger than about
-``MAX_CHUNK_ENTRIES`` entries is held.
+``MAX_CHUNK_ENTRIES`` entries is held (but for the training rows' distances to each
+other, computed once up to ``MAX_SQUARE_ENTRIES`` entries).
 
 The training rows as queries (``queries="training"``)
     Every training row ``j`` is a query for the others, its own label the
@@ -742,8 +743,8 @@ def _keep_freed_memory() -> None:
     """Let the chunks' arrays be reused, not paged in afresh, where the allocator is glibc's.
 
     glibc gives freed heap memory back to the system once more than its trim threshold
-    (at first 256 KiB) is free at the top, so a chunk's dozen fresh 1 MiB arrays were
-    paged in again chunk after chunk: 10,000-31,000 page faults in a 3,000-row fit, 10-20%
+    (at first 128 KiB) is free at the top, so a chunk's dozen fresh 1 MiB arrays were
+    paged in again chunk after chunk: 10,000-64,000 page faults in a 3,000-row fit, 10-30%
     of its time in a fresh process (``benchmarks/knn_fresh_process.py``). Freeing one
     memory-mapped block raises both thresholds to its size and twice that (mallopt(3),
     "dynamic mmap threshold"); a block of 16 chunks' entries, never touched, costs no
