@@ -1182,3 +1182,34 @@ def test_renamed_in_place_the_set_is_marked_incomplete_until_the_last_rename(
     final = json.loads((out / outdir.MANIFEST).read_text())
     assert final["complete"] and final["run"] == "new"
     folder.release()
+
+
+def _dead_pid() -> int:
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    return int(child.stdout)
+
+
+def test_a_users_folders_named_like_staging_are_kept_and_a_killed_runs_are_swept(
+        work: Path, first_run: Callable[..., Path]) -> None:
+    # a folder named as a killed run's staging folder, of a process that is gone, was swept
+    # away whatever it held; only one holding the tool's mark (or manifest, or lock) is its
+    out = first_run()
+    pid = _dead_pid()
+    inside = out / f".tdshap-new-{pid}"
+    beside = work / f".out.tdshap-new-{pid + 1}"
+    killed = work / f".out.tdshap-new-{pid}"
+    for folder in (inside, beside, killed):
+        folder.mkdir()
+        (folder / "notes.txt").write_text("mine")
+    (killed / ".tdshap-staging").touch()
+    # inside --out, the user's folder is the user's: refused as any other file of theirs
+    res = tdshap("clean", "wine.csv", "--target", "target", "--out", "out", *FAST, cwd=work)
+    refused(res, "files tdshap did not write", f".tdshap-new-{pid}")
+    res = tdshap("clean", "wine.csv", "--target", "target", "--out", "out", "--force", *FAST,
+                 cwd=work)
+    assert res.returncode == 0, res.stderr
+    for folder in (inside, beside):
+        assert (folder / "notes.txt").read_text() == "mine"
+    assert not killed.exists()
+    assert not (out / ".tdshap-staging").exists()

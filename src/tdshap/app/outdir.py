@@ -55,6 +55,10 @@ from tdshap._io import atomic_write_bytes, os_reason, read_small_file
 MANIFEST = ".tdshap-manifest.json"
 LOCK = ".tdshap.lock"
 STAGING = ".tdshap-new-"
+#: a file a staging folder holds from its first moment: a folder named like one but without
+#: it (or the manifest or lock of the set swapped out into such a name) is not this tool's,
+#: so never swept away as a killed run's leftover, and counts as the user's
+STAGE_MARK = ".tdshap-staging"
 MANIFEST_FORMAT = "tdshap.OutputManifest"
 #: Places where a folder of results cannot live (kernel and device file systems).
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
@@ -111,6 +115,12 @@ def _manifest_bytes(files: Iterable[str], complete: bool, about: dict[str, Any],
     if writing:
         body["writing"] = sorted(set(writing))
     return (json.dumps({**body, **about}, indent=1) + "\n").encode()
+
+
+def _staged(path: Path) -> bool:
+    """Whether ``path``, named like a staging folder, is one of this tool's (see
+    :data:`STAGE_MARK`; a set swapped out holds its manifest, or the new folder's lock)."""
+    return any(os.path.isfile(path / name) for name in (STAGE_MARK, MANIFEST, LOCK))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -267,7 +277,7 @@ class OutputFolder:
                            and self._kept_ours(self.real / n)]
         ours = set(self.old_files) | {MANIFEST, LOCK}
         foreign = sorted(n for n in os.listdir(self.real)
-                         if n not in ours and not n.startswith(STAGING) and not self._partial(n))
+                         if n not in ours and not self._staging(n) and not self._partial(n))
         if foreign and not self.force:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
             if listed is None:
@@ -283,6 +293,10 @@ class OutputFolder:
                 "(files with the names of the outputs are then replaced)."
             )
         return foreign
+
+    def _staging(self, name: str) -> bool:
+        """A staging folder of this tool's in ``--out`` (a run's now, or a killed one's)."""
+        return name.startswith(STAGING) and _staged(self.real / name)
 
     def _partial(self, name: str) -> bool:
         """A temporary file an atomic write of this tool left when its process was killed."""
@@ -371,7 +385,8 @@ class OutputFolder:
                         continue
                     pid = _pid_of(name)
                     if pid is not None and pid != os.getpid() and not _pid_alive(pid) and (
-                        folder == self.real or name.startswith(f".{self.real.name}{STAGING}")):
+                        folder == self.real or name.startswith(f".{self.real.name}{STAGING}")
+                    ) and _staged(folder / name):
                         shutil.rmtree(folder / name, ignore_errors=True)
 
     def release(self) -> None:
@@ -393,8 +408,10 @@ class OutputFolder:
         stage = (self.real / f"{STAGING}{os.getpid()}" if self.in_place else
                  self.real.parent / f".{self.real.name}{STAGING}{os.getpid()}")
         try:
-            shutil.rmtree(stage, ignore_errors=True)
+            if _staged(stage):  # a killed run's of this pid; a user's folder is refused below
+                shutil.rmtree(stage, ignore_errors=True)
             stage.mkdir()
+            (stage / STAGE_MARK).touch()
             written = write(stage)
             kept = [n for n in self.keep if self._kept_ours(self.real / n)]
             # a keep name the user's file took is theirs: never listed, replaced or removed
@@ -410,7 +427,8 @@ class OutputFolder:
             self._keep_added(written, kept)
             if self.in_place:
                 self._rename_in(stage, written, files)
-            else:
+            else:  # the folder becomes --out: without the mark (its manifest marks it now)
+                (stage / STAGE_MARK).unlink()
                 self._swap(stage)
         except OSError as err:
             shutil.rmtree(stage, ignore_errors=True)
@@ -430,7 +448,7 @@ class OutputFolder:
         has an output's name is refused (replaced only with ``force``)."""
         ours = set(self.old_files) | set(kept) | {MANIFEST, LOCK}
         added = sorted(n for n in os.listdir(self.real) if n not in ours
-                       and not n.startswith(STAGING) and not self._partial(n))
+                       and not self._staging(n) and not self._partial(n))
         clash = [n for n in added if n in written]
         if clash and not self.force:
             raise OutputError(
