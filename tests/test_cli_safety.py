@@ -1213,3 +1213,24 @@ def test_a_users_folders_named_like_staging_are_kept_and_a_killed_runs_are_swept
         assert (folder / "notes.txt").read_text() == "mine"
     assert not killed.exists()
     assert not (out / ".tdshap-staging").exists()
+
+
+def test_publishing_beside_a_users_folder_of_the_staging_name_leaves_it(tmp_path: Path) -> None:
+    # the staging folder's name taken by a user's folder: it was removed before (and after)
+    # the failed attempt to make the staging folder there
+    from tdshap.app import outdir
+
+    out = tmp_path / "out"
+    theirs = tmp_path / f".out{outdir.STAGING}{os.getpid()}"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    folder = outdir.OutputFolder(out, known=("a.txt",))
+    folder.check([], ["a.txt"])
+    folder.claim()
+    try:
+        with pytest.raises(outdir.OutputError, match="cannot write the outputs"):
+            folder.publish(lambda stage: [(stage / "a.txt").write_text("new") and "a.txt"], {})
+    finally:
+        folder.release()
+    assert (theirs / "notes.txt").read_text() == "mine"
+    assert not (out / "a.txt").exists()

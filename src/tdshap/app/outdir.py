@@ -407,10 +407,12 @@ class OutputFolder:
         """Write the outputs with ``write(folder) -> names`` and swap them in as one set."""
         stage = (self.real / f"{STAGING}{os.getpid()}" if self.in_place else
                  self.real.parent / f".{self.real.name}{STAGING}{os.getpid()}")
+        made = False  # a user's folder of the staging folder's name is never removed
         try:
             if _staged(stage):  # a killed run's of this pid; a user's folder is refused below
                 shutil.rmtree(stage, ignore_errors=True)
             stage.mkdir()
+            made = True
             (stage / STAGE_MARK).touch()
             written = write(stage)
             kept = [n for n in self.keep if self._kept_ours(self.real / n)]
@@ -431,13 +433,15 @@ class OutputFolder:
                 (stage / STAGE_MARK).unlink()
                 self._swap(stage)
         except OSError as err:
-            shutil.rmtree(stage, ignore_errors=True)
+            if made:
+                shutil.rmtree(stage, ignore_errors=True)
             raise OutputError(
                 f"cannot write the outputs to {self.out}: {os_reason(err)}; the previous "
                 "contents of the folder are unchanged."
             ) from None
         except BaseException:  # a writer's own failure (a plot, Ctrl-C): no staging left over
-            shutil.rmtree(stage, ignore_errors=True)
+            if made:
+                shutil.rmtree(stage, ignore_errors=True)
             raise
         self.locked = False if not self.in_place else self.locked
         return written
