@@ -26,9 +26,7 @@ import subprocess
 import sys
 import time
 
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
-
-from benchmarks.knn_shapley_speed import noisy_split
+from benchmarks.knn_shapley_speed import compared, noisy_split
 from benchmarks.rank_sort import print_table_start
 from tdshap.methods import DataOOB, KNNShapley
 
@@ -38,13 +36,8 @@ FITS = 3
 def one(n: int, classification: bool, method: str) -> str:
     """``first seconds, first faults, best seconds`` of ``FITS`` fits in this process."""
     data = noisy_split(n, classification)
-    knn = KNeighborsClassifier(5) if classification else KNeighborsRegressor(5)
-    if method == "oob":
-        model = DataOOB(knn, n_estimators=200, random_state=0)
-    elif classification:
-        model = KNNShapley(knn, queries="both", random_state=0)
-    else:
-        model = KNNShapley(knn, queries="training", query_clip=1.0)
+    closed, oob = compared(classification)
+    model: KNNShapley | DataOOB = oob if method == "oob" else closed
     seconds, faults = [], []
     for _ in range(FITS):
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -46,6 +46,14 @@ def noisy_split(n: int, classification: bool) -> tuple[np.ndarray, ...]:
     return X[:n], y_train, X[n:n + n // 2], y[n:n + n // 2]
 
 
+def compared(classification: bool) -> tuple[KNNShapley, DataOOB]:
+    """``find_harmful``'s closed form for a 5-NN of the task, and Data-OOB's 200 bags of it."""
+    knn = KNeighborsClassifier(5) if classification else KNeighborsRegressor(5)
+    closed = KNNShapley(knn, queries="both", random_state=0) if classification \
+        else KNNShapley(knn, queries="training", query_clip=1.0)
+    return closed, DataOOB(knn, n_estimators=200, random_state=0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[300, 900, 3000])
@@ -56,10 +64,7 @@ def main() -> None:
     for n in args.sizes:
         for classification in (True, False):
             data = noisy_split(n, classification)
-            knn = KNeighborsClassifier(5) if classification else KNeighborsRegressor(5)
-            closed = KNNShapley(knn, queries="both", random_state=0) if classification \
-                else KNNShapley(knn, queries="training", query_clip=1.0)
-            oob = DataOOB(knn, n_estimators=200, random_state=0)
+            closed, oob = compared(classification)
             ours = best_seconds(partial(closed.fit, *data), args.repeats)
             peer = best_seconds(partial(oob.fit, *data), args.repeats)
             task = "classification" if classification else "regression"

@@ -163,17 +163,23 @@ def _steps(n: int, k: int) -> np.ndarray:
     return np.minimum(k, rank) / (k * rank)
 
 
+def _far_steps(w: np.ndarray, k: int, out: np.ndarray) -> np.ndarray:
+    """The linear game's steps ``(w_i - w_{i+1}) min(K, i) / (K i)`` written into
+    ``out[:, :-1]``, returned as seen from the far end (a view): summed along it in
+    place, they are the values less the last rank's, with no temporaries."""
+    far_first = out[:, -2::-1]
+    np.subtract(w[:, -2::-1], w[:, :0:-1], out=far_first, dtype=float)
+    far_first *= _steps(w.shape[1] - 1, k)[::-1]
+    return far_first
+
+
 def linear_knn_shapley(w: np.ndarray, k: int) -> np.ndarray:
     """Shapley values of ``(1/k) Σ_{i in top(S)} w_i``, rows sorted by distance (row-wise)."""
     n = w.shape[1]
     out = np.empty_like(w, dtype=float)
     if w.dtype == bool:  # 0/1 weights (a label's matches) need not be made floats first
         w = w.view(np.int8)
-    # the steps and their sums from the far end computed in place in out[:, :-1], seen from
-    # the far end: no temporaries
-    far_first = out[:, -2::-1]
-    np.subtract(w[:, -2::-1], w[:, :0:-1], out=far_first, dtype=float)
-    far_first *= _steps(n - 1, k)[::-1]
+    far_first = _far_steps(w, k, out)
     np.cumsum(far_first, axis=1, out=far_first)
     out[:, -1] = w[:, -1] * min(k, n) / (k * n)
     out[:, :-1] += out[:, -1:]
@@ -211,9 +217,7 @@ def squared_error_knn_shapley(w: np.ndarray, t: np.ndarray, k: int) -> np.ndarra
     out = np.empty_like(w)
     # out[:, i] (i < n - 1): the linear game's step after rank i less the pair sum's term
     # of rank i + 1, summed from the far end in place
-    far_first = out[:, -2::-1]
-    np.subtract(g[:, -2::-1], g[:, :0:-1], out=far_first)
-    far_first *= _steps(n - 1, k)[::-1]
+    far_first = _far_steps(g, k, out)
     term = w * nearer
     term *= before
     out[:, :-1] -= term[:, 1:]
