@@ -898,6 +898,19 @@ def test_an_estimator_named_from_another_package_says_how_to_pass_it() -> None:
         tdshap.find_harmful(_X, _Y, "tdshap:find_harmful")
 
 
+def test_a_refused_package_carries_the_problem_apart_from_the_fix() -> None:
+    # find_harmful, which has no `allow_import`, cut the command's fix off the message by
+    # splitting it at "; to trust it": a rewording there would have kept it, silently
+    from tdshap.app.models import PackageNotAllowed, import_class
+
+    with pytest.raises(PackageNotAllowed) as err:
+        import_class("os:system")
+    assert (err.value.package, err.value.params) == ("os", ("model", "allow_import"))
+    assert err.value.problem.startswith("`model` 'os:system': package 'os' is not one")
+    assert str(err.value) == f"{err.value.problem}; to trust it, allow it with " \
+        "`allow_import` os."
+
+
 def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     from sklearn.neighbors import KNeighborsClassifier
 

@@ -47,6 +47,7 @@ from tdshap._validation import (
     warn_unseen_classes,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
+from tdshap.app.models import PackageNotAllowed
 from tdshap.app.plan import RunPlan, execute, plan
 from tdshap.app.report import parts_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
@@ -593,11 +594,13 @@ def find_harmful(
             raise
         # the command's --params, --model and --allow-import; here the estimator's own
         # parameters and the estimator (find_harmful has no `params`, `model`, `allow_import`)
-        message = str(err).replace("`params`", "the estimator's parameters").replace(
+        if isinstance(err, PackageNotAllowed):  # "allow it with `allow_import` os" named no fix
+            message = (f"{err.problem}; to use a class of another package, import it "
+                       "yourself and pass an instance: estimator=Class().")
+        else:
+            message = str(err)
+        message = message.replace("`params`", "the estimator's parameters").replace(
             "`model`", "estimator")
-        if "allow_import" in err.params:  # "allow it with `allow_import` os" named no fix
-            message = (message.split("; to trust it")[0] + "; to use a class of another "
-                       "package, import it yourself and pass an instance: estimator=Class().")
         raise ParameterError(message, *("estimator" if p == "model" else p for p in err.params
                                         if p not in ("params", "allow_import"))) from None
     parts = tuple(execute(p) for p in plans)
