@@ -435,6 +435,20 @@ def test_an_id_column_named_like_a_values_csv_column_is_refused(tmp_path: Path,
                        "values.csv would hold two columns of that name", "rename the id column")
 
 
+def test_an_id_column_named_like_a_column_values_csv_lacks_keeps_its_name(
+        tmp_path: Path) -> None:
+    # the library's table renames an index named like one of its columns ("stderr_index");
+    # values.csv holds no stderr column, so its ids keep the name the file gives them
+    frame = table()
+    frame.insert(0, "stderr", [f"r{i}" for i in range(len(frame))])
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "stderr", "--out",
+                 "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    values = pd.read_csv(tmp_path / "out" / "values.csv")
+    assert values.columns[0] == "stderr" and values["stderr"].str.startswith("r").all()
+
+
 def test_a_text_column_of_row_names_is_not_used_and_names_the_rows_when_asked(
         tmp_path: Path) -> None:
     # a customer id read as a feature: one-hot levels of their own for a few rows at

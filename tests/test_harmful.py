@@ -1375,3 +1375,26 @@ def test_a_probability_metric_on_validation_classes_no_training_row_has_is_refus
                        r"\(e\.g\. 7\), so the model gives them none"):
         tdshap.find_harmful(X[30:], y[30:], LogisticRegression(), X_val=Xv, y_val=yv,
                             metric="neg_log_loss")
+
+
+@pytest.mark.parametrize(("name", "every_row", "kept"),
+                         [("value", False, False), ("removed", False, False),
+                          ("part", True, False), ("part", False, True), ("id", True, True)])
+def test_an_index_named_like_a_column_of_the_table_is_renamed(
+        name: str, every_row: bool, kept: bool) -> None:
+    # X's index named "value": the table had an index level and a column of that name, so
+    # rows.sort_values("value") raised "ambiguous" and reset_index() "cannot insert value,
+    # already exists"
+    X = pd.DataFrame(_X, columns=["a", "b", "c"],
+                     index=pd.Index(np.arange(100, 100 + len(_X)), name=name))
+    rows = tdshap.find_harmful(X, _Y, max_iter=20, every_row=every_row)
+    label = name if kept else f"{name}_index"
+    assert rows.table.index.name == label
+    assert set(rows.table.index) <= set(X.index)
+    assert list(rows.sort_values("value")["value"]) == sorted(rows["value"])
+    flat = rows.table.reset_index()
+    assert flat.columns[0] == label and list(flat.columns[1:]) == list(rows.table.columns)
+    # the result's own table too (without a part or removed column: no clash there)
+    plain = rows.run.result.to_dataframe(index=rows.run.data.train_index)
+    assert plain.index.name == (f"{name}_index" if name in plain.columns else name)
+    assert plain.sort_values("value").index.name == plain.index.name

@@ -396,8 +396,10 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     values = table[cols]
     if not pd.api.types.is_numeric_dtype(values.index):  # --id-column's ids: the user's text
         values = values.set_axis(values.index.map(spreadsheet_safe))
-    values.to_csv(tmp / "values.csv",
-                  index_label=spreadsheet_safe(str(table.index.name or "row")))
+    # the ids' column as the input names it (the table's index may be renamed, e.g.
+    # "stderr_index" beside its column "stderr", which values.csv does not hold)
+    label = runs[0].data.train_index.name
+    values.to_csv(tmp / "values.csv", index_label=spreadsheet_safe(str(label or "row")))
     written = ["values.csv"]
     for part, run_ in enumerate(runs, 1):
         names = [_part_name(n, part) for n in ("result.json", "values.png", "curve.png")]

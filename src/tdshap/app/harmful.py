@@ -375,7 +375,8 @@ class HarmfulRows:
     """What ``find_harmful`` returns: the per-row table, the run behind it, a report.
 
     ``table`` is a plain DataFrame, one row per training row, indexed like
-    the user's data: ``value`` (lower = more harmful: the mean out-of-bag
+    the user's data (an index named like a column, e.g. ``value``, is named
+    ``value_index``): ``value`` (lower = more harmful: the mean out-of-bag
     score of the row's label under the default method, the data Shapley
     value with ``method="tdshap"``), ``credibly_harmful`` (interval wholly below tau),
     ``ci_low``/``ci_high`` (95% interval), ``stderr``, ``n_pulls``,
