@@ -1127,6 +1127,21 @@ def test_a_parquet_files_own_index_is_kept(tmp_path: Path, id_args: list[str]) -
     pd.testing.assert_frame_equal(cleaned, frame.drop(index=removed))
 
 
+def test_a_parquet_index_named_as_a_column_is_an_ambiguous_id_column(tmp_path: Path) -> None:
+    # --id-column key with a column "key" and a saved pandas index "key": the column was
+    # used, silently, and the index the user may have meant was not
+    pytest.importorskip("pyarrow")
+    frame = table(n=48).assign(key=[f"c{i}" for i in range(48)])
+    frame.set_axis(pd.Index([f"r{i}" for i in range(48)], name="key")).to_parquet(
+        tmp_path / "t.parquet")
+    res = tdshap("clean", "t.parquet", "--target", "y", "--id-column", "key", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "id column 'key' of training file",
+                       "both a column and the pandas row index", "rename one of them")
+    res = tdshap("clean", "t.parquet", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr  # without --id-column: the column, a feature
+
+
 def test_id_column_ids_are_the_files_text(tmp_path: Path) -> None:
     # ids were read as numbers: values.csv named the row "00007" as 7 (no match in the file's
     # text), and "1.0" and "1" were refused as repeats; plain whole numbers stay numbers
