@@ -580,6 +580,30 @@ def test_held_out_files_that_are_the_training_file_are_refused(
     assert_input_error(res, tmp_path / "out", *words)
 
 
+def test_a_date_target_is_classes_however_the_file_holds_it(tmp_path: Path) -> None:
+    # a Parquet date32 target was refused ("a label of type date") while the same dates as
+    # a timestamp column, or as CSV text, were classes, one per date
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = table(n=48).drop(columns=["colour"])
+    days = pd.Series(pd.to_datetime("2024-01-05") + pd.to_timedelta(
+        (frame["y"] == "yes").astype(int), unit="D"))
+    frame.assign(y=days.dt.date).to_parquet(tmp_path / "d.parquet", index=False)
+    assert pq.read_schema(tmp_path / "d.parquet").field("y").type == pa.date32()
+    frame.assign(y=days).to_parquet(tmp_path / "t.parquet", index=False)
+    write(frame.assign(y=days.dt.strftime("%Y-%m-%d")), tmp_path / "t.csv")
+    values = {}
+    for name in ("d.parquet", "t.parquet", "t.csv"):
+        res = tdshap("clean", name, "--target", "y", "--out", f"out-{name}", *FAST,
+                     cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        values[name] = pd.read_csv(tmp_path / f"out-{name}" / "values.csv")
+    pd.testing.assert_frame_equal(values["d.parquet"], values["t.parquet"])
+    pd.testing.assert_frame_equal(values["d.parquet"], values["t.csv"])
+
+
 @pytest.mark.parametrize("dates", [
     pd.date_range("2024-01-05", periods=40).strftime("%Y-%m-%d"),
     pd.date_range("2024-01-05 13:00", periods=40, freq="h").strftime("%Y-%m-%d %H:%M"),

@@ -274,6 +274,18 @@ def test_a_time_target_is_read_as_classes_and_says_how_to_make_it_a_number() -> 
     assert infer_task(pd.Series(["a", "b"]))[1] == "the target is not numeric: text"
 
 
+def test_a_target_of_date_objects_is_read_as_dates() -> None:
+    # a Parquet date32 column reads as datetime.date objects: refused ("a label of type
+    # date"), while the same dates as datetime64 are classes, each date one
+    days = [datetime.date(2020, 1, 1 + int(v > 0)) for v in _X[:, 0]]
+    as_objects = tdshap.find_harmful(_X, pd.Series(days, dtype=object), max_iter=20)
+    as_times = tdshap.find_harmful(_X, pd.Series(pd.to_datetime(days)), max_iter=20)
+    assert as_objects.run.data.task == "classification"
+    assert as_objects.run.data.task_reason == as_times.run.data.task_reason
+    assert "convert them to numbers" in as_objects.run.data.task_reason
+    pd.testing.assert_frame_equal(as_objects.table, as_times.table)
+
+
 def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     from tdshap.app.tabular import check_target
 

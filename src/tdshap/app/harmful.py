@@ -61,7 +61,7 @@ from tdshap.app.tabular import (
     infer_task,
     plain_value,
     swapped_split,
-    target_numbers,
+    typed_target,
 )
 
 DEFAULT_VAL_FRACTION = 0.25
@@ -276,8 +276,8 @@ def prepare(
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
     seed = _checked_seed(seed)
-    y = target_numbers(y)
-    y_val, y_test = (None if t is None else target_numbers(t) for t in (y_val, y_test))
+    y = typed_target(y)
+    y_val, y_test = (None if t is None else typed_target(t) for t in (y_val, y_test))
     fraction = first_fraction(y)
     if task is None and model_task == "classification" and fraction is not None:
         raise ValueError(f"target column {y.name!r} has fractional values (e.g. {fraction!r}) "
