@@ -435,6 +435,20 @@ def test_an_id_column_named_like_a_values_csv_column_is_refused(tmp_path: Path,
                        "values.csv would hold two columns of that name", "rename the id column")
 
 
+def test_an_id_column_named_like_a_column_values_csv_lacks_keeps_its_name(
+        tmp_path: Path) -> None:
+    # the library's table renames an index named like one of its columns ("stderr_index");
+    # values.csv holds no stderr column, so its ids keep the name the file gives them
+    frame = table()
+    frame.insert(0, "stderr", [f"r{i}" for i in range(len(frame))])
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    res = tdshap("clean", "train.csv", "--target", "y", "--id-column", "stderr", "--out",
+                 "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    values = pd.read_csv(tmp_path / "out" / "values.csv")
+    assert values.columns[0] == "stderr" and values["stderr"].str.startswith("r").all()
+
+
 def test_a_text_column_of_row_names_is_not_used_and_names_the_rows_when_asked(
         tmp_path: Path) -> None:
     # a customer id read as a feature: one-hot levels of their own for a few rows at
@@ -564,6 +578,30 @@ def test_held_out_files_that_are_the_training_file_are_refused(
     write(table(seed=1), tmp_path / "v.csv")
     res = tdshap("clean", "t.csv", "--target", "y", *flags, "--out", "out", cwd=tmp_path)
     assert_input_error(res, tmp_path / "out", *words)
+
+
+def test_a_date_target_is_classes_however_the_file_holds_it(tmp_path: Path) -> None:
+    # a Parquet date32 target was refused ("a label of type date") while the same dates as
+    # a timestamp column, or as CSV text, were classes, one per date
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = table(n=48).drop(columns=["colour"])
+    days = pd.Series(pd.to_datetime("2024-01-05") + pd.to_timedelta(
+        (frame["y"] == "yes").astype(int), unit="D"))
+    frame.assign(y=days.dt.date).to_parquet(tmp_path / "d.parquet", index=False)
+    assert pq.read_schema(tmp_path / "d.parquet").field("y").type == pa.date32()
+    frame.assign(y=days).to_parquet(tmp_path / "t.parquet", index=False)
+    write(frame.assign(y=days.dt.strftime("%Y-%m-%d")), tmp_path / "t.csv")
+    values = {}
+    for name in ("d.parquet", "t.parquet", "t.csv"):
+        res = tdshap("clean", name, "--target", "y", "--out", f"out-{name}", *FAST,
+                     cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        values[name] = pd.read_csv(tmp_path / f"out-{name}" / "values.csv")
+    pd.testing.assert_frame_equal(values["d.parquet"], values["t.parquet"])
+    pd.testing.assert_frame_equal(values["d.parquet"], values["t.csv"])
 
 
 @pytest.mark.parametrize("dates", [
@@ -1111,6 +1149,21 @@ def test_a_parquet_files_own_index_is_kept(tmp_path: Path, id_args: list[str]) -
     assert len(removed) > 0  # the paper's cut removes some rows here: the test can fail
     # the ids were dropped from cleaned.parquet (written with index=False)
     pd.testing.assert_frame_equal(cleaned, frame.drop(index=removed))
+
+
+def test_a_parquet_index_named_as_a_column_is_an_ambiguous_id_column(tmp_path: Path) -> None:
+    # --id-column key with a column "key" and a saved pandas index "key": the column was
+    # used, silently, and the index the user may have meant was not
+    pytest.importorskip("pyarrow")
+    frame = table(n=48).assign(key=[f"c{i}" for i in range(48)])
+    frame.set_axis(pd.Index([f"r{i}" for i in range(48)], name="key")).to_parquet(
+        tmp_path / "t.parquet")
+    res = tdshap("clean", "t.parquet", "--target", "y", "--id-column", "key", "--out", "out",
+                 *FAST, cwd=tmp_path)
+    assert_input_error(res, tmp_path / "out", "id column 'key' of training file",
+                       "both a column and the pandas row index", "rename one of them")
+    res = tdshap("clean", "t.parquet", "--target", "y", "--out", "out", *FAST, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr  # without --id-column: the column, a feature
 
 
 def test_id_column_ids_are_the_files_text(tmp_path: Path) -> None:

@@ -318,12 +318,16 @@ def test_a_second_run_refuses_while_the_first_holds_the_lock(
         sleeper.kill()
         sleeper.wait()
     # the process is gone: its lock is stale and taken over, and a temporary file it left
-    # mid-checkpoint is its own, not the user's
-    (out / f".run.tdshap.tmp-{sleeper.pid}").write_bytes(b"half a checkpoint")
+    # mid-checkpoint, in its marked folder of temporaries, is its own, not the user's
+    scratch = out / f".tdshap-new-tmp-{sleeper.pid}"
+    scratch.mkdir()
+    (scratch / ".tdshap-staging").touch()
+    (scratch / f".run.tdshap.tmp-{sleeper.pid}").write_bytes(b"half a checkpoint")
     res = tdshap("value", "wine.csv", "--target", "target", "--out", "out", *FAST, cwd=work)
     assert res.returncode == 0, res.stderr
     assert not (out / ".tdshap.lock").exists()
-    assert not list(out.glob("*.tmp-*"))
+    assert not scratch.exists()
+    assert not [p for p in out.rglob("*") if ".tmp-" in p.name]
 
 
 def test_killed_run_leaves_a_stale_lock_and_resumes_identically(work: Path) -> None:
@@ -402,7 +406,8 @@ def test_full_disk_while_publishing_leaves_the_previous_set(
         work: Path, full_disk: Path, first_run: Callable[..., Path]) -> None:
     first_run()
     before = snapshot(work)
-    res = tdshap(".tdshap-new-", "clean", "wine.csv", "--target", "target", "--out", "out",
+    # the staging folder beside --out: not the run's folder of temporaries inside it
+    res = tdshap(".out.tdshap-new-", "clean", "wine.csv", "--target", "target", "--out", "out",
                  "--seed", "1", *FAST, cwd=work, launcher=full_disk)
     refused(res, "cannot write the outputs to out: the disk is full (No space left on "
             "device): free space on it, or write to another disk",
@@ -1066,8 +1071,8 @@ def test_ctrl_c_while_renaming_in_place_puts_everything_back(
         folder.publish(write, {})
     assert snapshot(out) == before
     assert (out / "values.csv").read_text() == "the user's"
+    folder.release()  # the run's folder of temporaries stays until the run ends
     assert not [p for p in out.iterdir() if outdir.STAGING in p.name]
-    folder.release()
 
 
 def test_ctrl_c_between_the_two_renames_of_a_swap_puts_the_old_set_back(
@@ -1234,3 +1239,65 @@ def test_publishing_beside_a_users_folder_of_the_staging_name_leaves_it(tmp_path
         folder.release()
     assert (theirs / "notes.txt").read_text() == "mine"
     assert not (out / "a.txt").exists()
+
+
+def test_a_users_file_named_like_a_temporary_is_never_swept(tmp_path: Path) -> None:
+    # a file of the user's in --out named as an atomic write's temporary of a process that is
+    # gone (".values.csv.tmp-<pid>") counted as a killed run's leftover: swept away, or
+    # deleted with the old set when the folder was swapped
+    from tdshap.app.outdir import OutputError, OutputFolder
+
+    out = tmp_path / "out"
+
+    def run(force: bool = False) -> None:
+        folder = OutputFolder(out, force=force, known=("values.csv",))
+        folder.check([], ["values.csv"])
+        folder.claim()
+        try:
+            folder.publish(lambda stage: [(stage / "values.csv").write_text("new") and
+                                          "values.csv"], {})
+        finally:
+            folder.release()
+
+    run()
+    theirs = out / f".values.csv.tmp-{_dead_pid()}"
+    theirs.write_text("mine")
+    with pytest.raises(OutputError, match=re.escape(theirs.name)):
+        run()  # a file tdshap did not write, refused as any other
+    run(force=True)
+    assert theirs.read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == [".tdshap-manifest.json", theirs.name,
+                                                      "values.csv"]
+
+
+def test_a_runs_own_temporaries_are_made_in_its_marked_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # made beside the file they replace, they had a name a user's file could have: a killed
+    # run's leftover in a folder holding the tool's mark is its own, whatever its name
+    from tdshap.app import outdir
+
+    out = tmp_path / "out"
+    renamed: list[tuple[Path, Path]] = []
+    replace = os.replace
+
+    def spy(src: Any, dst: Any) -> None:
+        renamed.append((Path(src), Path(dst)))
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    for force in (False, True):  # the folder swapped whole, and the outputs renamed in
+        folder = outdir.OutputFolder(out, force=force, keep=("run.tdshap",),
+                                     known=("values.csv", "run.tdshap"))
+        folder.check([], ["values.csv"])
+        folder.claim()
+        scratch = out / f"{outdir.STAGING}tmp-{os.getpid()}"
+        assert (scratch / outdir.STAGE_MARK).is_file()
+        write_checkpoint(out / "run.tdshap", {"algorithm": "test"}, {})
+        folder.publish(lambda stage: [(stage / "values.csv").write_text("new") and
+                                      "values.csv"], {})
+        folder.release()
+        into_out = [src for src, dst in renamed if dst.parent == out and ".tmp-" in src.name]
+        assert into_out and all(src.parent == scratch for src in into_out), renamed
+        assert sorted(p.name for p in out.iterdir()) == [outdir.MANIFEST, "run.tdshap",
+                                                          "values.csv"]
+        renamed.clear()

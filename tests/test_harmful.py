@@ -274,6 +274,18 @@ def test_a_time_target_is_read_as_classes_and_says_how_to_make_it_a_number() -> 
     assert infer_task(pd.Series(["a", "b"]))[1] == "the target is not numeric: text"
 
 
+def test_a_target_of_date_objects_is_read_as_dates() -> None:
+    # a Parquet date32 column reads as datetime.date objects: refused ("a label of type
+    # date"), while the same dates as datetime64 are classes, each date one
+    days = [datetime.date(2020, 1, 1 + int(v > 0)) for v in _X[:, 0]]
+    as_objects = tdshap.find_harmful(_X, pd.Series(days, dtype=object), max_iter=20)
+    as_times = tdshap.find_harmful(_X, pd.Series(pd.to_datetime(days)), max_iter=20)
+    assert as_objects.run.data.task == "classification"
+    assert as_objects.run.data.task_reason == as_times.run.data.task_reason
+    assert "convert them to numbers" in as_objects.run.data.task_reason
+    pd.testing.assert_frame_equal(as_objects.table, as_times.table)
+
+
 def test_a_regression_target_too_small_to_square_twice_is_refused() -> None:
     from tdshap.app.tabular import check_target
 
@@ -898,6 +910,19 @@ def test_an_estimator_named_from_another_package_says_how_to_pass_it() -> None:
         tdshap.find_harmful(_X, _Y, "tdshap:find_harmful")
 
 
+def test_a_refused_package_carries_the_problem_apart_from_the_fix() -> None:
+    # find_harmful, which has no `allow_import`, cut the command's fix off the message by
+    # splitting it at "; to trust it": a rewording there would have kept it, silently
+    from tdshap.app.models import PackageNotAllowed, import_class
+
+    with pytest.raises(PackageNotAllowed) as err:
+        import_class("os:system")
+    assert (err.value.package, err.value.params) == ("os", ("model", "allow_import"))
+    assert err.value.problem.startswith("`model` 'os:system': package 'os' is not one")
+    assert str(err.value) == f"{err.value.problem}; to trust it, allow it with " \
+        "`allow_import` os."
+
+
 def test_too_many_neighbours_suggests_a_count_below_n() -> None:
     from sklearn.neighbors import KNeighborsClassifier
 
@@ -1362,3 +1387,26 @@ def test_a_probability_metric_on_validation_classes_no_training_row_has_is_refus
                        r"\(e\.g\. 7\), so the model gives them none"):
         tdshap.find_harmful(X[30:], y[30:], LogisticRegression(), X_val=Xv, y_val=yv,
                             metric="neg_log_loss")
+
+
+@pytest.mark.parametrize(("name", "every_row", "kept"),
+                         [("value", False, False), ("removed", False, False),
+                          ("part", True, False), ("part", False, True), ("id", True, True)])
+def test_an_index_named_like_a_column_of_the_table_is_renamed(
+        name: str, every_row: bool, kept: bool) -> None:
+    # X's index named "value": the table had an index level and a column of that name, so
+    # rows.sort_values("value") raised "ambiguous" and reset_index() "cannot insert value,
+    # already exists"
+    X = pd.DataFrame(_X, columns=["a", "b", "c"],
+                     index=pd.Index(np.arange(100, 100 + len(_X)), name=name))
+    rows = tdshap.find_harmful(X, _Y, max_iter=20, every_row=every_row)
+    label = name if kept else f"{name}_index"
+    assert rows.table.index.name == label
+    assert set(rows.table.index) <= set(X.index)
+    assert list(rows.sort_values("value")["value"]) == sorted(rows["value"])
+    flat = rows.table.reset_index()
+    assert flat.columns[0] == label and list(flat.columns[1:]) == list(rows.table.columns)
+    # the result's own table too (without a part or removed column: no clash there)
+    plain = rows.run.result.to_dataframe(index=rows.run.data.train_index)
+    assert plain.index.name == (f"{name}_index" if name in plain.columns else name)
+    assert plain.sort_values("value").index.name == plain.index.name

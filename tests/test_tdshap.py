@@ -591,6 +591,9 @@ def test_text_labels_against_number_labels_are_refused(fit):
                        r"spans"):
         fit(days, Y_OK.astype("timedelta64[D]"))
     fit(days, days)  # dates of one kind are classes
+    # and so are Python dates (a Parquet date32 column's): "a label of type date"
+    fit(days.astype(object), days)
+    fit(np.array([d.item() for d in days], dtype=object), days.astype(object))
 
 
 @pytest.mark.parametrize("fit", [

@@ -97,10 +97,30 @@ def os_reason(err: OSError) -> str:
     return str(err.strerror or err)
 
 
+#: folder -> where atomic writes into it make their temporary file (see :func:`temporaries_in`)
+_TEMPORARIES_IN: dict[str, Path] = {}
+
+
+def temporaries_in(folder: Path, scratch: Path | None) -> None:
+    """Make the temporary files of this process's atomic writes into ``folder`` in
+    ``scratch`` (a folder of the same file system), or again beside their target (None).
+
+    An output folder the program owns (``tdshap.app.outdir``) keeps them in a folder of
+    its own that it marks: there a killed run's leftover is known to be the program's.
+    Beside the target, ``.values.csv.tmp-123`` could as well be a file of the user's.
+    """
+    key = os.path.realpath(folder)
+    if scratch is None:
+        _TEMPORARIES_IN.pop(key, None)
+    else:
+        _TEMPORARIES_IN[key] = Path(scratch)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file and rename: never half a file."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    scratch = _TEMPORARIES_IN.get(os.path.realpath(path.parent))
+    tmp = (scratch or path.parent) / f".{path.name}.tmp-{os.getpid()}"
     try:
         # the name is predictable: whatever sits there (a dead process's leftover, or a link
         # to a user's file) is removed, and "x" creates the file or fails, never writing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import re
@@ -308,6 +309,20 @@ def as_target(y: Any, name: str, n_rows: int, x_name: str) -> np.ndarray:
     return arr
 
 
+def dates_of(values: np.ndarray) -> pd.Series | None:
+    """Labels that are all Python dates or datetimes (a Parquet date32 column reads as
+    ``datetime.date`` cells) as pandas' datetime64, or None for any other labels: as
+    objects they were refused ("a label of type date") where the same dates as datetime64
+    are classes, one per distinct date or time."""
+    if values.dtype != object or not len(values) or not all(
+            isinstance(v, datetime.date) for v in values):
+        return None
+    try:
+        return pd.Series(pd.to_datetime(pd.Series(values, dtype=object)))
+    except (ValueError, TypeError, OverflowError):  # mixed time zones: refused as objects
+        return None
+
+
 def plain_labels(values: np.ndarray, what: str, *, keep_bytes: bool = False) -> np.ndarray:
     """Targets held as Python objects (``values``, none missing) as scikit-learn takes
     them: text as it is, numbers (Python ints, Decimals, a table's object column, a
@@ -318,6 +333,9 @@ def plain_labels(values: np.ndarray, what: str, *, keep_bytes: bool = False) -> 
     ``what``: the targets in the message ("y", "target column 'y'")."""
     if values.dtype != object:
         return values
+    dates = dates_of(values)
+    if dates is not None:  # as numpy holds them: in UTC where they have a time zone
+        return (dates.dt.tz_convert(None) if dates.dt.tz is not None else dates).to_numpy()
     kinds = {isinstance(v, str) for v in values}
     if len(kinds) > 1:
         # np.unique (the classes) sorts them: "'<' not supported between 'str' and 'int'"

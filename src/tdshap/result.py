@@ -128,6 +128,24 @@ def label_text(index: Any) -> np.ndarray:
     return _saved_index(np.asarray(index)).astype(str)
 
 
+def unclashed_index(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with each level of its index that is named like one of its columns renamed
+    ``<name>_index`` (the user's ``X`` indexed by a "value" column): pandas calls such a
+    name ambiguous, so ``table.sort_values("value")`` raised and ``table.reset_index()``
+    found the column "already exists"."""
+    names = list(table.index.names)
+    for i, name in enumerate(names):
+        if name is None or name not in table.columns:
+            continue
+        new = f"{name}_index"
+        while new in table.columns or new in names:  # a level of that name too
+            new += "_index"
+        names[i] = new
+    if names == list(table.index.names):
+        return table
+    return table.set_axis(table.index.set_names(names))
+
+
 def _removed_flags(removed: Any, n: int) -> np.ndarray:
     """One flag per row from ``removed``: row positions in ``[0, n)``, or ``n`` true/false flags.
 
@@ -308,8 +326,9 @@ class ValuationResult:
         """One row per training instance: the one place this table is built.
 
         Indexed like the user's data (``index``, else the saved ``index``,
-        else row numbers). ``removed`` (positions dropped by a cleansing)
-        adds a boolean ``removed`` column.
+        else row numbers; an index named like a column, e.g. ``value``, is
+        named ``value_index``: see :func:`unclashed_index`). ``removed``
+        (positions dropped by a cleansing) adds a boolean ``removed`` column.
         """
         if index is None:
             index = self.index if self.index is not None else pd.RangeIndex(len(self))
@@ -329,7 +348,7 @@ class ValuationResult:
         )
         if removed is not None:
             out["removed"] = _removed_flags(removed, len(self))
-        return out
+        return unclashed_index(out)
 
     # -- persistence -----------------------------------------------------
     def _meta(self) -> dict[str, Any]:

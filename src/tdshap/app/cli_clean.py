@@ -291,8 +291,15 @@ def _near_name(columns: pd.Index, name: str, label: str) -> str:
 
 def _split_columns(frame: pd.DataFrame, target: str, id_column: str | None, what: str,
                    path: Path) -> tuple[pd.DataFrame, pd.Series]:
-    if id_column is not None and id_column not in frame.columns and \
-            id_column in frame.index.names:  # the row ids a Parquet file stores as its index
+    if id_column is not None and id_column in frame.index.names:
+        # the row ids a Parquet file stores as its index; beside a column of the same name
+        # the column was taken, silently, where the user may have meant the index
+        if id_column in frame.columns:
+            raise ValueError(f"id column {id_column!r} of {what} {path} is ambiguous: it names "
+                             "both a column and the pandas row index saved in the file: rename "
+                             "one of them (e.g. df.rename_axis('row_id') before to_parquet) "
+                             "and pass --id-column with the name of the one that holds the "
+                             "ids.")
         frame = frame.reset_index(level=id_column)
     for col, label in ((target, "target"), (id_column, "id")):
         if col is not None and col not in frame.columns:
@@ -396,8 +403,10 @@ def _write_outputs(runs: tuple[HarmfulRun, ...], tmp: Path, train_path: Path,
     values = table[cols]
     if not pd.api.types.is_numeric_dtype(values.index):  # --id-column's ids: the user's text
         values = values.set_axis(values.index.map(spreadsheet_safe))
-    values.to_csv(tmp / "values.csv",
-                  index_label=spreadsheet_safe(str(table.index.name or "row")))
+    # the ids' column as the input names it (the table's index may be renamed, e.g.
+    # "stderr_index" beside its column "stderr", which values.csv does not hold)
+    label = runs[0].data.train_index.name
+    values.to_csv(tmp / "values.csv", index_label=spreadsheet_safe(str(label or "row")))
     written = ["values.csv"]
     for part, run_ in enumerate(runs, 1):
         names = [_part_name(n, part) for n in ("result.json", "values.png", "curve.png")]

@@ -27,6 +27,7 @@ import pandas as pd
 from tdshap._validation import ParameterError
 from tdshap.app.plan import RunPlan
 from tdshap.app.run import HarmfulRun, PreparedData
+from tdshap.result import unclashed_index
 
 #: what part 1's data line adds when its held-out rows stay unvalued
 NOT_ASKED = ", not valued (every_row=True, --every-row, values them too)"
@@ -81,4 +82,4 @@ def parts_frame(parts: tuple[HarmfulRun, ...]) -> pd.DataFrame:
         return parts[0].frame()
     tables = [p.frame().assign(part=i) for i, p in enumerate(parts, 1)]
     positions = np.concatenate([p.data.train_rows for p in parts])
-    return pd.concat(tables).iloc[np.argsort(positions, kind="stable")]
+    return unclashed_index(pd.concat(tables).iloc[np.argsort(positions, kind="stable")])

@@ -47,6 +47,7 @@ from tdshap._validation import (
     warn_unseen_classes,
 )
 from tdshap.app.every_row import check_every_row, parts_frame, plan_parts
+from tdshap.app.models import PackageNotAllowed
 from tdshap.app.plan import RunPlan, execute, plan
 from tdshap.app.report import parts_report
 from tdshap.app.run import DEFAULT_MAX_ITER, HarmfulRun, PreparedData, TDShapOptions
@@ -60,7 +61,7 @@ from tdshap.app.tabular import (
     infer_task,
     plain_value,
     swapped_split,
-    target_numbers,
+    typed_target,
 )
 
 DEFAULT_VAL_FRACTION = 0.25
@@ -275,8 +276,8 @@ def prepare(
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must match.")
     seed = _checked_seed(seed)
-    y = target_numbers(y)
-    y_val, y_test = (None if t is None else target_numbers(t) for t in (y_val, y_test))
+    y = typed_target(y)
+    y_val, y_test = (None if t is None else typed_target(t) for t in (y_val, y_test))
     fraction = first_fraction(y)
     if task is None and model_task == "classification" and fraction is not None:
         raise ValueError(f"target column {y.name!r} has fractional values (e.g. {fraction!r}) "
@@ -374,7 +375,8 @@ class HarmfulRows:
     """What ``find_harmful`` returns: the per-row table, the run behind it, a report.
 
     ``table`` is a plain DataFrame, one row per training row, indexed like
-    the user's data: ``value`` (lower = more harmful: the mean out-of-bag
+    the user's data (an index named like a column, e.g. ``value``, is named
+    ``value_index``): ``value`` (lower = more harmful: the mean out-of-bag
     score of the row's label under the default method, the data Shapley
     value with ``method="tdshap"``), ``credibly_harmful`` (interval wholly below tau),
     ``ci_low``/``ci_high`` (95% interval), ``stderr``, ``n_pulls``,
@@ -593,11 +595,13 @@ def find_harmful(
             raise
         # the command's --params, --model and --allow-import; here the estimator's own
         # parameters and the estimator (find_harmful has no `params`, `model`, `allow_import`)
-        message = str(err).replace("`params`", "the estimator's parameters").replace(
+        if isinstance(err, PackageNotAllowed):  # "allow it with `allow_import` os" named no fix
+            message = (f"{err.problem}; to use a class of another package, import it "
+                       "yourself and pass an instance: estimator=Class().")
+        else:
+            message = str(err)
+        message = message.replace("`params`", "the estimator's parameters").replace(
             "`model`", "estimator")
-        if "allow_import" in err.params:  # "allow it with `allow_import` os" named no fix
-            message = (message.split("; to trust it")[0] + "; to use a class of another "
-                       "package, import it yourself and pass an instance: estimator=Class().")
         raise ParameterError(message, *("estimator" if p == "model" else p for p in err.params
                                         if p not in ("params", "allow_import"))) from None
     parts = tuple(execute(p) for p in plans)

@@ -191,6 +191,18 @@ def check_param_values(params: dict[str, Any]) -> None:
             )
 
 
+class PackageNotAllowed(ParameterError):
+    """A model named from a package tdshap does not import from: ``problem`` says so, the
+    message adds the fix of a caller that has ``allow_import``; a caller without it (such
+    as ``find_harmful``) words its own fix after ``problem``."""
+
+    def __init__(self, problem: str, package: str) -> None:
+        super().__init__(f"{problem}; to trust it, allow it with `allow_import` {package}.",
+                         "model", "allow_import")
+        self.problem = problem
+        self.package = package
+
+
 def import_class(path: str, allow: tuple[str, ...] = ()) -> type:
     """The estimator class named by ``package.module:Class``, or a ``ValueError``.
 
@@ -209,11 +221,9 @@ def import_class(path: str, allow: tuple[str, ...] = ()) -> type:
     package = module_name.split(".")[0]
     allowed = (*ALLOWED_PACKAGES, *allow)
     if package not in allowed:
-        raise ParameterError(
+        raise PackageNotAllowed(
             f"`model` {path!r}: package {package!r} is not one tdshap imports models from "
-            f"({', '.join(allowed)}); to trust it, allow it with `allow_import` "
-            f"{package}.", "model", "allow_import"
-        )
+            f"({', '.join(allowed)})", package)
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:

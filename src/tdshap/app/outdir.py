@@ -33,6 +33,15 @@ Publishing
     previous outputs as they were; renamed in one by one, each file replaced is
     moved aside first and put back if a later rename fails. ``force`` replaces
     files with the outputs' names, never a folder (refused).
+
+Temporary files
+    A file written into ``--out`` itself as the run works (the manifest, the
+    checkpoint) is written whole to a temporary file and renamed into place; the
+    temporary is made in a folder of the run's own inside ``--out``
+    (:data:`TEMPORARIES` and the process id, marked like a staging folder), never
+    beside its target: there it would have a name a user's file may have, and a
+    file the run cannot prove its own is never removed. A killed run's folder of
+    temporaries is swept away with its staging folders.
 """
 
 from __future__ import annotations
@@ -50,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdshap._io import atomic_write_bytes, os_reason, read_small_file
+from tdshap._io import atomic_write_bytes, os_reason, read_small_file, temporaries_in
 
 MANIFEST = ".tdshap-manifest.json"
 LOCK = ".tdshap.lock"
@@ -59,6 +68,9 @@ STAGING = ".tdshap-new-"
 #: it (or the manifest or lock of the set swapped out into such a name) is not this tool's,
 #: so never swept away as a killed run's leftover, and counts as the user's
 STAGE_MARK = ".tdshap-staging"
+#: the folder in --out (and the process id) where a run makes the temporary files of what
+#: it writes into --out itself; named and marked as a staging folder, so swept as one
+TEMPORARIES = f"{STAGING}tmp-"
 MANIFEST_FORMAT = "tdshap.OutputManifest"
 #: Places where a folder of results cannot live (kernel and device file systems).
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
@@ -185,6 +197,8 @@ class OutputFolder:
     in_place: bool = field(init=False, default=False)
     created: bool = field(init=False, default=False)
     locked: bool = field(init=False, default=False)
+    #: this run's folder of temporary files in --out (see :data:`TEMPORARIES`), once made
+    scratch: Path | None = field(init=False, default=None)
 
     # -- before anything is written ---------------------------------------
     def check(self, inputs: Iterable[Path], outputs: Iterable[str]) -> None:
@@ -277,7 +291,7 @@ class OutputFolder:
                            and self._kept_ours(self.real / n)]
         ours = set(self.old_files) | {MANIFEST, LOCK}
         foreign = sorted(n for n in os.listdir(self.real)
-                         if n not in ours and not self._staging(n) and not self._partial(n))
+                         if n not in ours and not self._staging(n))
         if foreign and not self.force:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
             if listed is None:
@@ -297,12 +311,6 @@ class OutputFolder:
     def _staging(self, name: str) -> bool:
         """A staging folder of this tool's in ``--out`` (a run's now, or a killed one's)."""
         return name.startswith(STAGING) and _staged(self.real / name)
-
-    def _partial(self, name: str) -> bool:
-        """A temporary file an atomic write of this tool left when its process was killed."""
-        stem, sep, pid = name.rpartition(".tmp-")
-        return bool(sep) and pid.isdigit() and stem[:1] == "." and (
-            self._known(stem[1:]) or stem[1:] == MANIFEST)
 
     def _kept_ours(self, path: Path) -> bool:
         """Whether the file at a ``keep`` path is the run's own (see ``kept_is_ours``)."""
@@ -333,6 +341,7 @@ class OutputFolder:
             if not self.created:
                 self._foreign()  # files added since the check are refused too
             self._sweep()
+            self._make_scratch()
             # the files are what is there; the checkpoint the run saves as it goes is named
             # apart, so that a run killed after saving it leaves a folder a later run can
             # resume or replace, while the manifest never lists a file that is not there
@@ -372,12 +381,7 @@ class OutputFolder:
                           "finish, or choose another --out.")
 
     def _sweep(self) -> None:
-        """Remove staging folders and temporary files that killed runs left behind."""
-        with contextlib.suppress(OSError):
-            for name in os.listdir(self.real):
-                pid = _pid_of(name)
-                if self._partial(name) and pid is not None and not _pid_alive(pid):
-                    (self.real / name).unlink()
+        """Remove the staging folders (and folders of temporary files) of killed runs."""
         for folder in (self.real, self.real.parent):
             with contextlib.suppress(OSError):
                 for name in os.listdir(folder):
@@ -389,8 +393,30 @@ class OutputFolder:
                     ) and _staged(folder / name):
                         shutil.rmtree(folder / name, ignore_errors=True)
 
+    def _make_scratch(self) -> None:
+        """Make the marked folder where this run's writes into ``--out`` make their temporary
+        files (see :data:`TEMPORARIES`)."""
+        scratch = self.real / f"{TEMPORARIES}{os.getpid()}"
+        if _staged(scratch):  # a killed run's of this pid; a user's folder is refused below
+            shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir()
+        self.scratch = scratch
+        (scratch / STAGE_MARK).touch()
+        temporaries_in(self.real, scratch)
+
+    def _drop_scratch(self, remove: bool = True) -> None:
+        """Write into ``--out`` beside the target again; remove this run's folder of
+        temporaries unless it is gone already (``remove`` False: with the old set)."""
+        if self.scratch is None:
+            return
+        temporaries_in(self.real, None)
+        if remove:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch = None
+
     def release(self) -> None:
         """Drop this run's lock; remove ``--out`` if this run created it and wrote nothing."""
+        self._drop_scratch()
         lock = self.real / LOCK
         with contextlib.suppress(OSError):
             if self.locked and (read_small_file(lock, 64) or b"").strip() == \
@@ -432,6 +458,7 @@ class OutputFolder:
             else:  # the folder becomes --out: without the mark (its manifest marks it now)
                 (stage / STAGE_MARK).unlink()
                 self._swap(stage)
+                self._drop_scratch(remove=False)  # it went with the old set
         except OSError as err:
             if made:
                 shutil.rmtree(stage, ignore_errors=True)
@@ -452,7 +479,7 @@ class OutputFolder:
         has an output's name is refused (replaced only with ``force``)."""
         ours = set(self.old_files) | set(kept) | {MANIFEST, LOCK}
         added = sorted(n for n in os.listdir(self.real) if n not in ours
-                       and not self._staging(n) and not self._partial(n))
+                       and not self._staging(n))
         clash = [n for n in added if n in written]
         if clash and not self.force:
             raise OutputError(

@@ -79,6 +79,7 @@ from tdshap._validation import (
     code_span,
     column_difference,
     column_spread,
+    dates_of,
     names,
     plain_labels,
     plain_value,
@@ -638,15 +639,21 @@ def _numbers_as_objects(col: pd.Series) -> bool:
         and not isinstance(v, bool | np.bool_ | np.timedelta64) for v in values)
 
 
-def target_numbers(y: pd.Series) -> pd.Series:
-    """A target of Python number objects (a Parquet decimal column reads as Decimals) as
-    numbers: as objects it was "not numeric", so every distinct amount became a class of
-    its own (a regression target refused as "80 classes in 80 rows"). Integers beyond
-    int64 stay objects (``pd.to_numeric`` keeps them so); anything else is returned as it
-    is."""
-    if y.dtype != object or not _numbers_as_objects(y):
+def typed_target(y: pd.Series) -> pd.Series:
+    """A target of Python objects that pandas has a type for, as that type.
+
+    Numbers (a Parquet decimal column reads as Decimals): as objects the target was "not
+    numeric", so every distinct amount became a class of its own (a regression target
+    refused as "80 classes in 80 rows"); integers beyond int64 stay objects
+    (``pd.to_numeric`` keeps them so). Dates (a Parquet date32 column's): datetime64, as
+    a timestamp column's are (see :func:`dates_of`). Anything else is returned as it is.
+    """
+    if y.dtype != object:
         return y
-    return pd.Series(pd.to_numeric(y), index=y.index, name=y.name)
+    if _numbers_as_objects(y):
+        return pd.Series(pd.to_numeric(y), index=y.index, name=y.name)
+    dates = dates_of(y.to_numpy())
+    return y if dates is None else pd.Series(dates.array, index=y.index, name=y.name)
 
 
 def _is_text(dtype: Any) -> bool:
