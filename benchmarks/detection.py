@@ -72,7 +72,9 @@ from sklearn.datasets import (
     make_hastie_10_2,
     make_moons,
     make_regression,
+    make_s_curve,
     make_sparse_uncorrelated,
+    make_swiss_roll,
 )
 from sklearn.ensemble import (
     AdaBoostClassifier,
@@ -340,6 +342,32 @@ def _steps() -> tuple[np.ndarray, np.ndarray]:
     return X, 10.0 * (X[:, 0] > 0) + 5.0 * (X[:, 1] > 0.5) - 4.0 * (X[:, 2] < -0.3) + noise
 
 
+def _parity_digits() -> tuple[np.ndarray, np.ndarray]:
+    # digits as even against odd: two classes of five clusters each
+    X, y = load_digits(return_X_y=True)
+    return X, y % 2
+
+
+def _ordinal_classes() -> tuple[np.ndarray, np.ndarray]:
+    # make_friedman1's target cut at its quintiles: five ordered classes of one signal
+    X, y = make_friedman1(800, n_features=8, noise=1.0, random_state=71)
+    return X, np.digitize(y, np.quantile(y, [0.2, 0.4, 0.6, 0.8]))
+
+
+def _wine_alcohol() -> tuple[np.ndarray, np.ndarray]:
+    # real rows, a real target: wine's alcohol from its other twelve measurements
+    X, _ = load_wine(return_X_y=True)
+    return X[:, 1:], X[:, 0]
+
+
+def _manifold(make: Callable[..., Any], seed: int) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    # a 2-D manifold rolled into 3-D, the target its position along the roll
+    def load() -> tuple[np.ndarray, np.ndarray]:
+        X, t = make(700, noise=0.2, random_state=seed)
+        return X, t
+    return load
+
+
 #: name -> (loader returning (X, y), task). The loaders use no network.
 DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "digits": (lambda: load_digits(return_X_y=True), "classification"),
@@ -458,10 +486,26 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
                                           random_state=68), "classification"),
     "ratings": (_ratings, "regression"),
     "steps": (_steps, "regression"),
+    # added in session 34 and measured once, before any change (the 'fresh2' group): two
+    # multimodal classes, four clusters a class, five ordered classes, 25 informative of 30
+    # features, a real regression target on 89 training rows, two manifold targets, a
+    # low-rank regression
+    "parity": (_parity_digits, "classification"),
+    "clusters4": (lambda: make_classification(800, 6, n_informative=4, n_redundant=0,
+                                              n_clusters_per_class=4, random_state=72),
+                  "classification"),
+    "ordinal5": (_ordinal_classes, "classification"),
+    "dense30": (lambda: make_classification(800, 30, n_informative=25, n_redundant=0,
+                                            n_classes=3, random_state=73), "classification"),
+    "wine_alcohol": (_wine_alcohol, "regression"),
+    "swiss_roll": (_manifold(make_swiss_roll, 74), "regression"),
+    "s_curve": (_manifold(make_s_curve, 75), "regression"),
+    "low_rank": (lambda: make_regression(700, 20, n_informative=10, effective_rank=5,
+                                         noise=5.0, random_state=76), "regression"),
 }
 #: --datasets groups: the five sets added as a first unseen check, session 23's eight,
 #: session 26's eight, session 29's five regression targets, session 30's small
-#: classification sets and session 31's eight
+#: classification sets, session 31's eight and session 34's eight
 GROUPS: dict[str, tuple[str, ...]] = {
     "extra": ("breast_cancer", "moons", "blobs8", "hard_binary", "linear"),
     "unseen": ("hard_sep", "four_class", "moons35", "blobs4", "weighted", "quantiles2",
@@ -473,6 +517,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
               "tiny_moons", "tiny_digits"),
     "fresh": ("binary_feats", "feat_outliers", "xor", "copies", "unequal6", "mid3k",
               "ratings", "steps"),
+    "fresh2": ("parity", "clusters4", "ordinal5", "dense30", "wine_alcohol", "swiss_roll",
+               "s_curve", "low_rank"),
 }
 DEFAULT_DATASETS = ("digits", "wine", "iris", "make_classification", "diabetes", "friedman1")
 
@@ -495,12 +541,12 @@ def plant_labels(y: np.ndarray, fraction: float, rng: np.random.Generator,
     return y, planted
 
 
-def plant_targets(y: np.ndarray, fraction: float, rng: np.random.Generator
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Shift ``fraction`` of the targets by +-3 standard deviations of ``y``."""
+def plant_targets(y: np.ndarray, fraction: float, rng: np.random.Generator,
+                  sigmas: float = TARGET_SHIFT_SIGMAS) -> tuple[np.ndarray, np.ndarray]:
+    """Shift ``fraction`` of the targets by +-``sigmas`` standard deviations of ``y``."""
     y = np.asarray(y, dtype=float).copy()
     planted = np.sort(rng.choice(len(y), round(fraction * len(y)), replace=False))
-    y[planted] += TARGET_SHIFT_SIGMAS * y.std() * rng.choice([-1.0, 1.0], len(planted))
+    y[planted] += sigmas * y.std() * rng.choice([-1.0, 1.0], len(planted))
     return y, planted
 
 
@@ -541,13 +587,14 @@ def add_split_arguments(parser: argparse.ArgumentParser, datasets: list[str],
 
 def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
                noise: float = NOISE, label_noise: str = "uniform",
-               val_noise: float = 0.0) -> Split:
+               val_noise: float = 0.0, target_shift: float = TARGET_SHIFT_SIGMAS) -> Split:
     """Split 50/25/25 by ``seed``, standardise on the training rows, plant noise in them
     (``label_noise``: how a classification label is moved, see :func:`plant_labels`).
 
     ``val_noise`` plants that share in the validation rows too (drawn after the training
     rows' noise, which stays as without it): a user's validation rows taken from the same
     noisy source. The test rows stay clean, so the score after a cut is still the truth.
+    ``target_shift``: how many standard deviations a planted regression target moves.
     """
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(y))
@@ -558,7 +605,7 @@ def make_split(name: str, X: np.ndarray, y: np.ndarray, task: str, seed: int,
     def plant(labels: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
         if task == "classification":
             return plant_labels(labels, share, rng, label_noise)
-        return plant_targets(labels, share, rng)
+        return plant_targets(labels, share, rng, target_shift)
 
     y_noisy, planted = plant(y[tr], noise)
     y_val = plant(y[va], val_noise)[0] if val_noise > 0 else y[va]
@@ -1062,7 +1109,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         default=list(DEFAULT_DATASETS),
                         help="names, or a group: 'extra' (five sets added as an unseen "
                         "check), 'unseen' (session 23's eight), 'rehearsal' (session 26's "
-                        "eight)")
+                        "eight), 'targets', 'small', 'fresh' (session 31's eight), 'fresh2' "
+                        "(session 34's eight)")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--seeds", type=int, default=None, help="default 3 (1 with --quick)")
     parser.add_argument("--noise", type=float, default=NOISE)
@@ -1075,6 +1123,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--seconds", type=float, default=None,
                         help="time budget of TMC and tdshap-long (default 10; 2 with --quick)")
     parser.add_argument("--quick", action="store_true", help="one seed, small budgets")
+    parser.add_argument("--target-shift", type=float, default=TARGET_SHIFT_SIGMAS,
+                        metavar="SD", help="how far a planted regression target moves, in "
+                        "standard deviations of the targets (default 3)")
     parser.add_argument("--csv", default=None, help="write one row per run to this file")
     parser.add_argument("--tables-from", default=None, metavar="CSV",
                         help="print the tables of a CSV written by --csv, run nothing")
@@ -1106,7 +1157,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(f"# detection benchmark, {datetime.date.today()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}; model {args.model}; "
           f"{seeds} seeds; {args.noise:.0%} planted noise ({args.label_noise} labels); "
-          f"{args.val_noise:.0%} in the validation rows; "
+          f"{args.val_noise:.0%} in the validation rows; targets shifted by "
+          f"{args.target_shift:g} SD; "
           f"budget {asdict(budget)}")
     rows: list[dict[str, Any]] = []
     with threadpool_limits(1):
@@ -1119,7 +1171,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             here = []
             for seed in range(seeds):
                 split = make_split(name, X, y, task, seed, args.noise, args.label_noise,
-                                   args.val_noise)
+                                   args.val_noise, args.target_shift)
                 for m in methods:
                     if task in METHODS[m].tasks:
                         here.append(evaluate(split, m, args.model, seed, budget))
