@@ -7,8 +7,9 @@ again (page faults). For each training size N and task this starts one process p
 method, which builds ``knn_shapley_speed.noisy_split``'s data, fits three times, and
 reports the first fit's seconds and minor page faults and the best of the three:
 
-* ``KNNShapley(queries="both")`` for a 5-NN classifier, ``KNNShapley(queries="training",
-  query_clip=1)`` for a 5-NN regressor (``find_harmful``'s choices),
+* ``KNNShapley(queries="both")`` for a 5-NN classifier (``find_harmful``'s choice),
+  ``KNNShapley(queries="training", query_clip=1)`` for a 5-NN regressor (its choice
+  until session 34, now ``method="knn_shapley_train"``),
 * ``DataOOB`` with 200 bags of the same 5-NN.
 
 To compare two versions of the code, run this with each one's ``src`` on ``PYTHONPATH``.

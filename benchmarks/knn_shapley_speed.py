@@ -47,7 +47,8 @@ def noisy_split(n: int, classification: bool) -> tuple[np.ndarray, ...]:
 
 
 def compared(classification: bool) -> tuple[KNNShapley, DataOOB]:
-    """``find_harmful``'s closed form for a 5-NN of the task, and Data-OOB's 200 bags of it."""
+    """The closed form for a 5-NN of the task (a regressor's: ``method="knn_shapley_train"``,
+    auto's until session 34), and Data-OOB's 200 bags of it."""
     knn = KNeighborsClassifier(5) if classification else KNeighborsRegressor(5)
     closed = KNNShapley(knn, queries="both", random_state=0) if classification \
         else KNNShapley(knn, queries="training", query_clip=1.0)

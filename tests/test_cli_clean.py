@@ -1204,7 +1204,7 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("model", "task", "label", "method"), [
-    ("knn", "regression", "exact k-NN Shapley on the training rows", "knn_shapley_train"),
+    ("knn", "regression", "Thresholding Data-OOB", "tdoob"),
     ("knn", "classification", "exact k-NN Shapley on the training and validation rows",
      "knn_shapley"),
     ("dtree", "regression", "Thresholding Data-OOB", "tdoob"),

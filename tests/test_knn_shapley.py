@@ -567,7 +567,7 @@ def test_find_harmful_clips_a_regressors_queries_and_not_a_classifiers():
     y = X[:, 0] + 0.1 * rng.normal(size=120)
     y[:6] += 10.0  # far-off targets: clipped as queries
     run = find_harmful(X[:80], y[:80], KNeighborsRegressor(5), X_val=X[80:], y_val=y[80:],
-                       cleanse=False, random_state=0).run
+                       method="knn_shapley_train", cleanse=False, random_state=0).run
     assert run.result.extra["query_clip"] == valuer.QUERY_CLIP
     assert f"targets clipped at {valuer.QUERY_CLIP:g} robust SD" in text_report(run)
     exact = KNNShapley(KNeighborsRegressor(5), queries="training")

@@ -483,8 +483,8 @@ def find_harmful(
     cleanse:
         Also run the cleansing protocol (adds the ``removed`` column).
     method:
-        ``"auto"``: for a k-NN on at most 5,000 rows (exact neighbour search),
-        exact k-NN Shapley with the training and validation rows as queries
+        ``"auto"``: for a k-NN classifier on at most 5,000 rows (exact neighbour
+        search), exact k-NN Shapley with the training and validation rows as queries
         (``"knn_shapley"``: :class:`~tdshap.methods.KNNShapley` with
         ``queries="both"``, in closed form; the cut's test is cross-fitted, each
         validation fold judging rows chosen without it: :mod:`tdshap.cross_fit`;
@@ -493,10 +493,8 @@ def find_harmful(
         5-NN of the standardised rows standing in for it (``"knn_shapley_proxy"``;
         the cut refits the model itself) when that 5-NN predicts the validation rows
         about as well as the model and its neighbours know the labels
-        (:func:`tdshap.app.valuer.check_proxy`); for a random forest or extra trees
-        regressor, a 5-NN regressor's values on the training rows alone
-        where its neighbours know the targets
-        (:func:`tdshap.app.valuer.check_regressor_proxy`); otherwise thresholding Data-OOB
+        (:func:`tdshap.app.valuer.check_proxy`); otherwise, and for every regressor,
+        thresholding Data-OOB
         (:class:`~tdshap.methods.tdoob.ThresholdingOOB`: the APT bandit with
         out-of-bag rewards, ``"tdoob"``), k-NN through its neighbour lists;
         ``"knn_oob"``: a k-NN classifier's out-of-bag values in closed form

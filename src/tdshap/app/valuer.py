@@ -13,25 +13,30 @@ k-NN fast path) came second (mean 0.94 on the four classification sets). So
 ``method="auto"`` was thresholding Data-OOB for every model; it still is but for two
 cases:
 
-For a k-NN (uniform weights, Euclidean distance) on at most
+For a k-NN classifier (uniform weights, Euclidean distance) on at most
 :data:`KNN_SHAPLEY_MAX_ROWS` rows, ``"auto"`` is exact k-NN Shapley in closed
-form. For a k-NN regressor the training rows are the queries
-(``method="knn_shapley_train"``; :class:`~tdshap.methods.KNNShapley` with
-``queries="training"``): every row valued by what it does to the k-NN's
-predictions of the other rows, without the validation rows. On the detection
-benchmark's three regression sets (20 seeds) its default cut gained more than
-every peer (MAE -18.2% vs exact k-NN Shapley's -17.7%, thresholding Data-OOB's
--15.9%). For a k-NN classifier the validation rows are queries too, half the
-weight each (``method="knn_shapley"``; ``queries="both"``): their clean labels
-sharpen the ranking (eight classification sets, 20 seeds: mean AUROC 0.966 vs
-0.963 for the training rows alone) and the cut, whose named comparison is then
-cross-fitted (:mod:`tdshap.cross_fit`), gained more (accuracy +0.0107 vs +0.0084;
-exact k-NN Shapley +0.0115, which lowers more runs: docs/benchmarks.md). With
-the validation rows among a regressor's queries the cut removed 11% of clean
-``make_friedman1`` rows (2% with the training rows) for a slightly smaller gain, so
-regressors keep the training rows, each target clipped as a query (:data:`QUERY_CLIP`). The
-cost grows as N² log N, so larger sets (or ``neighbor_search="approximate"``)
-keep thresholding Data-OOB.
+form, the training and validation rows as queries, half the weight each
+(``method="knn_shapley"``; :class:`~tdshap.methods.KNNShapley` with
+``queries="both"``): every row valued by what it does to the k-NN's predictions
+of the other rows and of the validation rows, whose clean labels sharpen the
+ranking (eight classification sets, 20 seeds: mean AUROC 0.966 vs 0.963 for the
+training rows alone) and the cut, whose named comparison is then cross-fitted
+(:mod:`tdshap.cross_fit`), gained more (accuracy +0.0107 vs +0.0084; exact k-NN
+Shapley +0.0115, which lowers more runs: docs/benchmarks.md). The cost grows as
+N² log N, so larger sets (or ``neighbor_search="approximate"``) keep
+thresholding Data-OOB.
+
+A k-NN regressor takes thresholding Data-OOB at every size (since session 34).
+The closed form on the training rows (``method="knn_shapley_train"``, each target
+clipped as a query: :data:`QUERY_CLIP`) cut deepest where the planted targets are
+3 standard deviations off (23 regression sets, 10 seeds: test MAE -23.8% against
+-22.7%, Data-OOB -21.8%), but a row's effect on its neighbours' predictions is a
+weak witness of a subtler error: at 1 SD it ranked the planted rows at mean AUROC
+0.762 against the bandit's 0.819 (Data-OOB 0.824; 18 of the 23 sets beyond 0.02 of
+Data-OOB, the bandit 3) and cut less (-3.2% against -4.7%); at 2 SD it was beyond
+0.02 on four sets, the bandit on none. With nothing planted it removed 8.7% of real
+diabetes and make_friedman1 rows through the command's split (up to 45% in a run;
+the bandit 0.3%). docs/benchmarks.md, "Subtler target noise (session 34)".
 
 For a decision tree, a random forest or extra trees, an MLP or a linear classifier (a
 linear SVM too; or a k-NN without
@@ -57,12 +62,13 @@ lowered no set and the proxy one; with Gaussian naive Bayes (9 seeds) the proxy 
 and cut better but lowered a set with nothing planted that the bandit did not (AdaBoost,
 unlike gradient boosting, gained more with the proxy and takes it). So other classifiers
 keep thresholding Data-OOB, and
-so do most regressors (the proxy ranked and cut a tree's targets worse). Forest
-regressors (random forest, extra trees) take a 5-NN regressor's values on the training
-rows alone (session 17, 3 seeds, six regression sets: test MAE -20.8% / -25.6% against
-thresholding Data-OOB's -19.6% / -23.4% and Data-OOB's -20.1% / -24.4%, AUROC 0.990
-against 0.998-0.999, in 0.03 s against 5-8 s) where its neighbours know the targets
-(:func:`check_regressor_proxy`). The proxy stands in
+so do all regressors (the proxy ranked and cut a tree's targets worse). Forest
+regressors (random forest, extra trees) took a 5-NN regressor's values on the training
+rows alone from session 17 to 33 (3 seeds, six regression sets: test MAE -20.8% / -25.6%
+against thresholding Data-OOB's -19.6% / -23.4%); in session 34, on fifteen sets with the
+random forest, it cut as the bandit does (-18.8% against -18.2%, 3 seeds) but with targets
+1 SD off it ranked at AUROC 0.724 against 0.850 and raised the test MAE (+0.3% against
+-4.9%, six sets), as the k-NN regressor's own closed form did. The proxy stands in
 only where it predicts the validation rows about as well as the model
 (:func:`check_proxy`): with many features that do not decide the class (a tree or a
 linear model ignores them, the 5-NN's distances do not) it predicted them 0.05-0.28
@@ -96,9 +102,7 @@ from sklearn.base import clone, is_classifier
 from sklearn.ensemble import (
     AdaBoostClassifier,
     ExtraTreesClassifier,
-    ExtraTreesRegressor,
     RandomForestClassifier,
-    RandomForestRegressor,
 )
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.neural_network import MLPClassifier
@@ -142,10 +146,9 @@ EVERY_OWN_LABEL = frozenset((m, t) for m in KNN_SHAPLEY_QUERIES
 #: ``-clip2`` and ``-clip3`` rows
 QUERY_CLIP: float | None = 1.0
 
-#: the most rows "auto" values with exact k-NN Shapley: N (+ M validation) sorts of N rows,
-#: 0.43 s at 5,000 rows with 2,500 validation rows on one core, 0.60 s for a regressor's
-#: training rows (benchmarks/knn_fresh_process.py, session 33; thresholding Data-OOB's
-#: lists grow slower)
+#: the most rows "auto" values with exact k-NN Shapley (a k-NN classifier, or the proxy):
+#: N + M sorts of N rows, 0.43 s at 5,000 rows with 2,500 validation rows on one core
+#: (benchmarks/knn_fresh_process.py, session 33; thresholding Data-OOB's lists grow slower)
 KNN_SHAPLEY_MAX_ROWS = 5000
 #: k of the k-NN whose exact Shapley values stand in for another classifier's
 PROXY_NEIGHBORS = 5
@@ -185,17 +188,6 @@ PROXY_FAMILIES = ("sklearn.tree", "sklearn.linear_model", "sklearn.neighbors")
 #: one; docs/benchmarks.md). Gradient boosting keeps the bandit: its cut gained more there
 PROXY_CLASSES = (RandomForestClassifier, ExtraTreesClassifier, AdaBoostClassifier,
                  MLPClassifier, LinearSVC)
-#: the regressors whose rows the proxy (a 5-NN regressor, training rows as queries) was
-#: measured to value better than thresholding Data-OOB: extra trees (3 seeds, six
-#: regression sets, 10% of the targets shifted: test MAE -25.6% against -23.4%, Data-OOB
-#: -24.4%; AUROC 0.990 against 0.999; nothing planted -0.9% against 0.0%, no run lowered)
-#: and the random forest (-20.8% against -19.6%, Data-OOB -20.1%; AUROC 0.990 against
-#: 0.998; nothing planted, 9 seeds: -0.6% against -0.1%, one set lowered by each;
-#: docs/benchmarks.md). AdaBoost's regressor cut more with the proxy too (-39.6% against
-#: -37.9%) but with nothing planted it lowered a set the bandit did not; a depth-5 tree,
-#: ridge and gradient boosting gained more with the bandit; the SVRs and the Huber
-#: regressor gain about nothing from any cut
-REGRESSOR_PROXY_CLASSES = (RandomForestRegressor, ExtraTreesRegressor)
 
 
 def proxy_model(classifier: bool) -> Pipeline:
@@ -214,11 +206,11 @@ def proxy_queries(method: str, estimator: Any) -> str:
 
 def proxy_measured(estimator: Any) -> bool:
     """Whether ``"auto"`` values ``estimator``'s rows by the k-NN proxy: a classifier of a
-    family in :data:`PROXY_FAMILIES` or in :data:`PROXY_CLASSES`, or a regressor in
-    :data:`REGRESSOR_PROXY_CLASSES` (a Pipeline's last step decides)."""
+    family in :data:`PROXY_FAMILIES` or in :data:`PROXY_CLASSES` (a Pipeline's last step
+    decides); no regressor (module docstring)."""
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
     if not is_classifier(estimator):
-        return isinstance(model, REGRESSOR_PROXY_CLASSES)
+        return False
     return (type(model).__module__.startswith(PROXY_FAMILIES)
             or isinstance(model, PROXY_CLASSES))
 
@@ -251,17 +243,9 @@ class ProxyCheck:
     #: averaged within classes, then over them (0: it knows no more than the shares)
     proxy_skill: float
     skill_se: float
-    #: a regressor's check (:func:`check_regressor_proxy`): the skill is the edited proxy's
-    #: R² on the validation rows, and the accuracies are not compared (NaN)
-    regression: bool = False
 
     def problem(self) -> str | None:
         """Why the proxy should not stand in for the model here, or None."""
-        if self.regression:
-            if self.proxy_skill <= max(PROXY_MIN_SKILL, PROXY_SHORTFALL_N_SE * self.skill_se):
-                return (f"the proxy's neighbours hardly know the targets (its R² on the "
-                        f"validation rows is {self.proxy_skill:+.3f})")
-            return None
         gap = self.model_accuracy - self.proxy_accuracy
         if gap > max(PROXY_MAX_SHORTFALL, PROXY_SHORTFALL_N_SE * self.accuracy_se):
             return (f"the proxy predicted the validation rows worse than the model, even "
@@ -314,10 +298,8 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
     edited 5-NN").
     """
     X, y, X_val, y_val = data
-    if X_val is None or len(y_val) < 2:
+    if X_val is None or len(y_val) < 2 or not is_classifier(estimator):
         return None
-    if not is_classifier(estimator):
-        return check_regressor_proxy(data)
     proxy = proxy_model(classifier=True)
     try:
         model = clone(estimator).set_params(
@@ -347,51 +329,6 @@ def check_proxy(estimator: Any, data: tuple[Any, Any, Any, Any],
         float(np.mean([g.mean() for g in groups])), float(np.sqrt(spread) / len(groups)))
 
 
-#: a regressor's proxy leaves out the training rows whose target is further than this many
-#: robust standard deviations of such distances from the median of its nearest rows' targets
-PROXY_EDIT_ROBUST_SD = 3.0
-
-
-def check_regressor_proxy(data: tuple[Any, Any, Any, Any]) -> ProxyCheck | None:
-    """:func:`check_proxy` for a regressor: whether the 5-NN regressor's neighbours know the
-    targets (its R² on the validation rows, against the training rows' mean).
-
-    Fitted, as the classifier's check, without the rows its neighbours contradict (each
-    training row whose target is more than :data:`PROXY_EDIT_ROBUST_SD` robust SDs from the
-    median of its 5 nearest other rows' targets): shifted targets pull the unedited
-    5-NN's R² down on sets where its values rank them well. Only where even the edited
-    neighbours do not predict the targets (few of many features deciding them:
-    ``wide_reg60``, ``wide_reg200`` of ``benchmarks/detection.py``) are its values left.
-    Unlike a classifier's, a regressor's proxy is not compared with the model: a 5-NN
-    predicts smooth targets worse than a forest, yet on the detection benchmark's
-    regression sets it ranked and cut the forests' rows better (docs/benchmarks.md).
-    """
-    X, y, X_val, y_val = data
-    try:
-        Xa, ya = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-        yv = np.asarray(y_val, dtype=float)
-        proxy = proxy_model(classifier=False).fit(Xa, ya)
-        if len(ya) > PROXY_NEIGHBORS + 1:
-            off = ya - np.median(ya[_nearest_others(proxy, Xa)], axis=1)
-            spread = np.abs(off - np.median(off))
-            # 1.4826 median absolute deviations: one SD of a normal spread; none when
-            # most targets equal their neighbours' median (nothing to tell apart)
-            robust_sd = 1.4826 * float(np.median(spread))
-            keep = spread <= PROXY_EDIT_ROBUST_SD * robust_sd
-            if robust_sd > 0 and keep.sum() > PROXY_NEIGHBORS:
-                proxy = proxy_model(classifier=False).fit(Xa[keep], ya[keep])
-        lost = (yv - np.asarray(proxy.predict(X_val), dtype=float)) ** 2
-    except Exception:  # rows that fail here fail in the run, which says why
-        return None
-    base = (yv - ya.mean()) ** 2
-    scale = float(base.mean())
-    if not np.isfinite(scale) or scale <= 0:
-        return None
-    gained = (base - lost) / scale
-    return ProxyCheck(float("nan"), float("nan"), float("nan"), float(gained.mean()),
-                      float(np.std(gained, ddof=1) / np.sqrt(len(yv))), regression=True)
-
-
 def choose_method(estimator: Any, method: str, n_rows: int | None = None,
                   neighbor_search: str = "exact",
                   data: tuple[Any, Any, Any, Any] | None = None,
@@ -416,12 +353,7 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
         return method, "given"
     small = (n_rows is not None and n_rows <= KNN_SHAPLEY_MAX_ROWS
              and neighbor_search == "exact")
-    if small and knn_shapley_problem(estimator) is None and not is_classifier(estimator):
-        return "knn_shapley_train", (
-            "auto: exact k-NN Shapley with the training rows as queries (a k-NN regressor on "
-            f"at most {KNN_SHAPLEY_MAX_ROWS:,} rows; best cut on the detection benchmark, "
-            "docs/benchmarks.md)")
-    if small and knn_shapley_problem(estimator) is None:
+    if small and knn_shapley_problem(estimator) is None and is_classifier(estimator):
         return "knn_shapley", (
             "auto: exact k-NN Shapley with the training and validation rows as queries, the "
             f"cut cross-fitted (a k-NN classifier on at most {KNN_SHAPLEY_MAX_ROWS:,} rows; "
@@ -439,15 +371,12 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
         model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
         kind = (f"a k-NN without the closed form: {knn_shapley_problem(estimator)}".rstrip(".")
                 if isinstance(model, KNeighborsClassifier) else
-                "a tree, forest, MLP or linear classifier, or AdaBoost"
-                if is_classifier(estimator) else "a forest regressor")
-        both = proxy_queries("knn_shapley_proxy", estimator) == "both"
-        queried = "training and validation rows" if both else "training rows"
+                "a tree, forest, MLP or linear classifier, or AdaBoost")
         return "knn_shapley_proxy", (
-            f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, {queried} as "
-            f"queries, a proxy for the model ({kind}; on at most {KNN_SHAPLEY_MAX_ROWS:,} "
-            f"rows; its cut, refitting the model{' and cross-fitted' if both else ''}, gained "
-            "more on the detection benchmark, docs/benchmarks.md)")
+            f"auto: exact {PROXY_NEIGHBORS}-NN Shapley of the standardised rows, training and "
+            f"validation rows as queries, a proxy for the model ({kind}; on at most "
+            f"{KNN_SHAPLEY_MAX_ROWS:,} rows; its cut, refitting the model and cross-fitted, "
+            "gained more on the detection benchmark, docs/benchmarks.md)")
     return "tdoob", ("auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards; "
                      "best on the detection benchmark, docs/benchmarks.md)")
 
