@@ -502,6 +502,11 @@ DATASETS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], str]] = {
     "s_curve": (_manifold(make_s_curve, 75), "regression"),
     "low_rank": (lambda: make_regression(700, 20, n_informative=10, effective_rank=5,
                                          noise=5.0, random_state=76), "regression"),
+    # 3,000 and 5,000 training rows of a regression: the bandit's time at auto's sizes
+    "mid3k_reg": (lambda: make_regression(6000, 8, noise=20.0, random_state=77),
+                  "regression"),
+    "mid5k_reg": (lambda: make_regression(10000, 8, noise=20.0, random_state=78),
+                  "regression"),
 }
 #: --datasets groups: the five sets added as a first unseen check, session 23's eight,
 #: session 26's eight, session 29's five regression targets, session 30's small
