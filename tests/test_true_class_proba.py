@@ -185,7 +185,8 @@ def test_auto_takes_exact_knn_shapley_for_a_knn_up_to_its_row_limit() -> None:
 
     for regressor in (AdaBoostRegressor(), ExtraTreesRegressor(), RandomForestRegressor(),
                       make_pipeline(StandardScaler(), ExtraTreesRegressor())):
-        assert choose_method(regressor, "auto", small)[0] == "tdoob"
+        chosen, why = choose_method(regressor, "auto", small)
+        assert chosen == "tdoob" and "for every regressor" in why
         assert choose_method(regressor, "knn_shapley_proxy", small)[0] == "knn_shapley_proxy"
     # an SVM: the bandit's cut lowered fewer sets (docs/benchmarks.md)
     from sklearn.svm import SVC

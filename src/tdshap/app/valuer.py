@@ -377,8 +377,10 @@ def choose_method(estimator: Any, method: str, n_rows: int | None = None,
             f"validation rows as queries, a proxy for the model ({kind}; on at most "
             f"{KNN_SHAPLEY_MAX_ROWS:,} rows; its cut, refitting the model and cross-fitted, "
             "gained more on the detection benchmark, docs/benchmarks.md)")
+    best = ("for every regressor: it ranked targets 1-2 SD off best" if not
+            is_classifier(estimator) else "best")
     return "tdoob", ("auto: thresholding Data-OOB (the APT bandit with out-of-bag rewards; "
-                     "best on the detection benchmark, docs/benchmarks.md)")
+                     f"{best} on the detection benchmark, docs/benchmarks.md)")
 
 
 def make_valuer(estimator: Any, metric: str, given: set[str], method: str,
