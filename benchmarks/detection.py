@@ -108,6 +108,7 @@ from tdshap.methods import (
     ThresholdingOOB,
     TMCShapley,
 )
+from tdshap.methods.knn_shapley import knn_shapley_problem
 
 NOISE = 0.1
 SPLIT = (0.5, 0.25)  # training and validation shares; the rest is test
@@ -686,10 +687,19 @@ def _valued(method: Any, split: Split) -> Valued:
     return Valued(method.result_.values, method.result_.is_harmful, method.result_)
 
 
+#: ``_find_harmful``'s method for "the closed form auto ran before session 34": a k-NN
+#: regressor's own (training queries), another regressor's 5-NN proxy, a classifier's auto
+CLOSED = "closed"
+
+
 def _find_harmful(method: str) -> Runner:
     def run(split: Split, estimator: Any, seed: int, budget: Budget) -> Valued:
+        chosen = method
+        if method == CLOSED:  # the settings below (clip, own label) act on the closed form
+            chosen = "auto" if split.task == "classification" else "knn_shapley_train" \
+                if knn_shapley_problem(estimator) is None else "knn_shapley_proxy"
         rows = find_harmful(split.X, split.y, estimator, X_val=split.X_val, y_val=split.y_val,
-                            task=split.task, cleanse=False, method=method, random_state=seed)
+                            task=split.task, cleanse=False, method=chosen, random_state=seed)
         return Valued(rows["value"].to_numpy(), rows["is_harmful"].to_numpy(), rows.run.result)
     return run
 
@@ -799,14 +809,15 @@ class Method:
 METHODS: dict[str, Method] = {
     "find_harmful": Method(run_find_harmful, "find_harmful / tdshap clean defaults (method "
                            "auto: exact k-NN Shapley on training and validation queries, "
-                           "cross-fitted cut, for a k-NN up to 5,000 rows, else thresholding "
-                           "Data-OOB)"),
+                           "cross-fitted cut, for a k-NN classifier up to 5,000 rows, else "
+                           "thresholding Data-OOB)"),
     "find_harmful-tdoob": Method(_find_harmful("tdoob"), "find_harmful with method='tdoob' "
                                  "(thresholding Data-OOB: auto's choice for every model "
                                  "before session 8)"),
     "find_harmful-train": Method(_find_harmful("knn_shapley_train"), "find_harmful with "
                                  "method='knn_shapley_train' (training queries only: auto's "
-                                 "choice for a k-NN in session 8)"),
+                                 "choice for a k-NN in session 8, for a k-NN regressor until "
+                                 "session 34)"),
     "find_harmful-proxy": Method(_find_harmful("knn_shapley_proxy"), "find_harmful with "
                                  "method='knn_shapley_proxy' (exact 5-NN Shapley of the "
                                  "standardised rows standing in for any model; a "
@@ -819,19 +830,20 @@ METHODS: dict[str, Method] = {
                                    "100)"),
     "find_harmful-bags400": Method(_with_setting("TDOOB_BAGS", 400), "find_harmful with "
                                    "thresholding Data-OOB fitting 400 bags"),
-    "find_harmful-noclip": Method(_with_setting("QUERY_CLIP", None), "find_harmful with "
-                                  "a regressor's training queries' targets as given (before "
-                                  "session 29: no query_clip)"),
-    "find_harmful-clip2": Method(_with_setting("QUERY_CLIP", 2.0), "find_harmful with a "
+    "find_harmful-noclip": Method(_with_setting("QUERY_CLIP", None, CLOSED), "find_harmful with "
+                                  "a regressor's training queries' targets as given in the "
+                                  "closed form (before session 29: no query_clip)"),
+    "find_harmful-clip2": Method(_with_setting("QUERY_CLIP", 2.0, CLOSED), "find_harmful with a "
                                  "regressor's training queries' targets clipped at 2 robust "
                                  "SD of their neighbours' prediction"),
-    "find_harmful-clip3": Method(_with_setting("QUERY_CLIP", 3.0), "find_harmful with a "
+    "find_harmful-clip3": Method(_with_setting("QUERY_CLIP", 3.0, CLOSED), "find_harmful with a "
                                  "regressor's training queries' targets clipped at 3 robust "
                                  "SD of their neighbours' prediction (session 29's default; "
-                                 "now 1)"),
-    "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL), "find_harmful with exact "
-                               "k-NN Shapley's own_label wherever it takes exact k-NN "
-                               "Shapley (each row's own query counts for it)"),
+                                 "1 in session 30-33)"),
+    "find_harmful-own": Method(_own_label(valuer.EVERY_OWN_LABEL, CLOSED),
+                               "find_harmful with exact k-NN Shapley's own_label in the "
+                               "closed form (a classifier's auto, a regressor's closed "
+                               "form: each row's own query counts for it)"),
     "find_harmful-proxy-own": Method(_own_label(valuer.EVERY_OWN_LABEL, "knn_shapley_proxy"),
                                      "find_harmful with method='knn_shapley_proxy' and "
                                      "own_label"),

@@ -226,3 +226,22 @@ def test_the_paired_table_differences_each_run_against_the_first_method(bench):
     # differences +0.03 and +0.04: mean +0.035, SE 0.005; regression -25% vs -50%: +25.0
     assert "| b | +0.0350 ± 0.0050 (2) | +25.0 ± — (1) |" in table
     assert table.splitlines()[0].startswith("| method − a |")
+
+
+def test_the_clip_and_own_label_rows_act_on_the_regressors_closed_form(bench):
+    # auto values a regressor by thresholding Data-OOB since session 34: these rows name
+    # the closed form, or they would measure the bandit under another name
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.neighbors import KNeighborsRegressor
+
+    load, task = bench.DATASETS["tiny_reg"]
+    split = bench.make_split("tiny_reg", *load(), task, 0)
+    budget = bench.Budget()
+    for name, clip in (("find_harmful-noclip", None), ("find_harmful-clip3", 3.0)):
+        extra = bench.METHODS[name].run(split, KNeighborsRegressor(5), 0, budget).result.extra
+        assert extra["queries"] == "training" and extra.get("query_clip") == clip
+    own = bench.METHODS["find_harmful-own"].run(split, KNeighborsRegressor(5), 0, budget)
+    assert own.result.extra["own_label"] is True
+    forest = bench.METHODS["find_harmful-clip2"].run(
+        split, RandomForestRegressor(5, random_state=0), 0, budget).result.extra
+    assert forest["queries"] == "training" and forest["query_clip"] == 2.0  # the 5-NN proxy
